@@ -1,0 +1,245 @@
+"""Data shapes shared by the service, the UI, the CLI, the tests and the benchmarks.
+
+Three groups: what the agents produce (`*Output`, the structured output types the LLMs fill in), what the pipeline
+keeps (`SubQuery`, `SubQueryAnalysis`, `SufficiencyVerdict`, `Citation`, `QueryResult`), and the typed events that
+`TwoStageQueryService.run()` yields (DESIGN §3) — the one stream that every renderer draws.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, Field
+
+from search import Hit
+
+Confidence = Literal["high", "medium", "low"]
+Stage = Literal["decomposition", "search", "judgement", "sufficiency", "stage2", "answer"]
+Mode = Literal["llm", "offline"]
+
+STAGE_LABELS: dict[str, str] = {
+    "decomposition": "问题分解",
+    "search": "检索",
+    "judgement": "相关性判断",
+    "sufficiency": "充分性判断",
+    "stage2": "第二阶段检索",
+    "answer": "生成回答",
+}
+
+# --------------------------------------------------------------------------------------------------------------
+# What the agents fill in (kept small: every field costs output tokens, and output tokens cost time)
+# --------------------------------------------------------------------------------------------------------------
+
+
+class SubQueryDraft(BaseModel):
+    text: str = Field(description="肯定句形式的检索语句（不是问句），含专业术语及常用同义词")
+    focus: str = Field(description="这条子查询覆盖的维度，如 定义、疗效数据、不良反应、禁忌症、随访")
+
+
+class DecompositionOutput(BaseModel):
+    sub_queries: list[SubQueryDraft] = Field(description="1–5 条子查询，简单问题 1–2 条")
+
+
+class ExtractDraft(BaseModel):
+    chunk_id: str = Field(description="片段编号，原样抄写")
+    source: str = Field(description="来源文件名，原样抄写")
+    text: str = Field(description="从片段中逐字复制的原文，不得改写、增删或概括")
+
+
+class JudgeOutput(BaseModel):
+    extracts: list[ExtractDraft] = Field(description="与子查询相关的逐字原文摘录；没有相关内容时为空列表")
+    sub_answer: str = Field(description="仅依据摘录对子查询的简短回答（1–3 句）")
+    confidence: Confidence
+    missing: list[str] = Field(default_factory=list, description="子查询中摘录未能覆盖的方面")
+
+
+class SufficiencyOutput(BaseModel):
+    sufficient: bool
+    confidence: Confidence
+    covered_aspects: list[str] = Field(default_factory=list)
+    missing_key_aspects: list[str] = Field(default_factory=list)
+    additional_sub_queries: list[SubQueryDraft] = Field(
+        default_factory=list, description="仅在不充分时给出 2–3 条（最多 5 条）针对缺失方面的子查询"
+    )
+    reasoning: str = Field(description="简短的判断理由")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# What the pipeline keeps
+# --------------------------------------------------------------------------------------------------------------
+
+
+class SubQuery(BaseModel):
+    id: str  # "q0" is the original question itself, "q1".. stage 1, "s2-1".. stage 2
+    text: str
+    focus: str = ""
+
+
+class RelevantExtract(BaseModel):
+    source: str
+    chunk_id: str
+    text: str
+
+
+class SubQueryAnalysis(BaseModel):
+    sub_query: SubQuery
+    sub_answer: str
+    extracts: list[RelevantExtract]
+    confidence: Confidence
+    missing: list[str] = Field(default_factory=list)
+    degraded: bool = False  # the judge failed: extracts are the top hits, unjudged
+
+
+class SufficiencyVerdict(BaseModel):
+    sufficient: bool
+    confidence: Confidence
+    covered_aspects: list[str] = Field(default_factory=list)
+    missing_key_aspects: list[str] = Field(default_factory=list)
+    additional_sub_queries: list[SubQuery] = Field(default_factory=list)
+    reasoning: str = ""
+    degraded: bool = False
+
+
+class SearchStageState(BaseModel):
+    """Everything the two search stages found, as the answer generator receives it."""
+
+    question: str
+    history: list[ChatTurn] = Field(default_factory=list)
+    stage1_sub_queries: list[SubQuery] = Field(default_factory=list)
+    stage1_analyses: list[SubQueryAnalysis] = Field(default_factory=list)
+    needs_stage2: bool = False
+    stage2_sub_queries: list[SubQuery] = Field(default_factory=list)
+    stage2_analyses: list[SubQueryAnalysis] = Field(default_factory=list)
+
+    @property
+    def analyses(self) -> list[SubQueryAnalysis]:
+        return [*self.stage1_analyses, *self.stage2_analyses]
+
+
+class ChatTurn(BaseModel):
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class Citation(BaseModel):
+    number: int  # the 【n】 marker
+    title: str = ""
+    source: str
+    quote: str
+    chunk_id: str | None = None  # the chunk the quote was found in
+    heading_path: list[str] = Field(default_factory=list)
+    verified: bool
+
+
+class AgentUsage(BaseModel):
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class Degradation(BaseModel):
+    component: str  # decomposition | judge:q2 | sufficiency | answer | embeddings
+    message: str  # Chinese, for clinicians
+    error: str = ""  # English, for logs
+
+
+class QueryResult(BaseModel):
+    """The `python query.py "问题" --json` object (DESIGN §4)."""
+
+    question: str
+    mode: Mode
+    sub_queries: list[SubQuery]
+    analyses: list[SubQueryAnalysis]
+    sufficiency: SufficiencyVerdict | None
+    stage2_queries: list[SubQuery]
+    answer: str
+    citations: list[Citation]
+    timings: dict[str, float]
+    usage: dict[str, AgentUsage]
+    degradations: list[Degradation] = Field(default_factory=list)
+    unverified_citations: int = 0
+    search_mode: Literal["hybrid", "bm25"] = "hybrid"
+    cached: bool = False
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Service events (DESIGN §3), in order of happening
+# --------------------------------------------------------------------------------------------------------------
+
+
+class StageStarted(BaseModel):
+    type: Literal["stage_started"] = "stage_started"
+    stage: Stage
+    label: str
+
+
+class StageFinished(BaseModel):
+    type: Literal["stage_finished"] = "stage_finished"
+    stage: Stage
+    seconds: float
+
+
+class DecompositionReady(BaseModel):
+    type: Literal["decomposition_ready"] = "decomposition_ready"
+    sub_queries: list[SubQuery]
+
+
+class SearchDone(BaseModel):
+    type: Literal["search_done"] = "search_done"
+    stage: int
+    sub_query: SubQuery
+    hits: list[Hit]
+
+
+class JudgementStarted(BaseModel):
+    type: Literal["judgement_started"] = "judgement_started"
+    stage: int
+    sub_query: SubQuery
+
+
+class JudgementDone(BaseModel):
+    type: Literal["judgement_done"] = "judgement_done"
+    stage: int
+    analysis: SubQueryAnalysis
+
+
+class SufficiencyReady(BaseModel):
+    type: Literal["sufficiency_ready"] = "sufficiency_ready"
+    verdict: SufficiencyVerdict
+
+
+class Stage2Started(BaseModel):
+    type: Literal["stage2_started"] = "stage2_started"
+    sub_queries: list[SubQuery]
+
+
+class AnswerToken(BaseModel):
+    type: Literal["answer_token"] = "answer_token"
+    text: str
+
+
+class AnswerDone(BaseModel):
+    type: Literal["answer_done"] = "answer_done"
+    result: QueryResult
+
+
+class DegradedEvent(BaseModel):
+    type: Literal["degraded"] = "degraded"
+    degradation: Degradation
+
+
+class NoticeEvent(BaseModel):
+    """A banner: offline mode, BM25-only search, a cached answer."""
+
+    type: Literal["notice"] = "notice"
+    kind: Literal["offline", "bm25_only", "cached", "empty_kb"]
+    message: str
+
+
+Event = Annotated[
+    Union[StageStarted, StageFinished, DecompositionReady, SearchDone, JudgementStarted, JudgementDone,
+          SufficiencyReady, Stage2Started, AnswerToken, AnswerDone, DegradedEvent, NoticeEvent],
+    Field(discriminator="type"),
+]
+
+SearchStageState.model_rebuild()
