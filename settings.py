@@ -121,7 +121,7 @@ def _path(name: str, default: Path, base: Path = PROJECT_DIR) -> Path:
 
 def load_settings(env_file: str | Path | None = None) -> Settings:
     """Read `.env` (without overriding real environment variables) and build a Settings object."""
-    load_dotenv(env_file or PROJECT_DIR / ".env", override=False)
+    load_dotenv(env_file or os.environ.get("CLINCITE_ENV_FILE") or PROJECT_DIR / ".env", override=False)
     defaults = Settings()
     data_dir = _path("DATA_DIR", defaults.data_dir)
     raw = {

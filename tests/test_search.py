@@ -1,0 +1,148 @@
+"""Hybrid search: jieba + domain dictionary, bm25s vs the rank-bm25 reference, Chroma (embedded and server)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from conftest import ATROPINE, ORTHO_K, ROOT, SAMPLE_KB, TEST_MODEL, free_port, make_settings
+from ingest import Ingestor
+from kb import KnowledgeBase
+from search import Embedder, HybridSearcher, get_tokenizer
+
+
+def test_domain_terms_stay_whole_and_stop_words_go():
+    tokens = get_tokenizer().tokenize("低浓度阿托品的副作用有哪些？")
+    assert "低浓度阿托品" in tokens and "副作用" in tokens
+    assert "的" not in tokens and "哪些" not in tokens and "？" not in tokens
+    assert "噻吗洛尔" in get_tokenizer().words("噻吗洛尔滴眼液")
+
+
+def test_synonyms_expand_abbreviations_both_ways():
+    tokenizer = get_tokenizer()
+    assert "角膜塑形镜" in tokenizer.expand_query("OK镜适合多大的孩子")
+    assert "OK镜" in tokenizer.expand_query("角膜塑形镜的护理")
+    assert "眼压" in tokenizer.expand_query("IOP 升高")
+    assert "眼压" not in tokenizer.expand_query("VIOPS")  # ASCII abbreviations match whole words only
+
+
+async def test_atropine_side_effects_come_from_the_atropine_document(searcher):
+    hits = await searcher.search("低浓度阿托品的副作用有哪些")
+    assert hits[0].source == ATROPINE
+    assert any("畏光" in h.text for h in hits[:3])
+    assert all(h.found_by for h in hits)
+    both = [h for h in hits if set(h.found_by) == {"bm25", "semantic"}]
+    for h in both:
+        assert h.bm25 is not None and h.semantic is not None
+
+
+async def test_abbreviation_finds_the_full_term(searcher):
+    hits = await searcher.search("OK镜会引起感染吗")
+    assert hits[0].source == ORTHO_K
+
+
+async def test_search_many_keeps_queries_apart_and_deduplicates(searcher):
+    per_query = await searcher.search_many(["角膜塑形镜的禁忌症", "重复低强度红光的安全性"])
+    assert per_query[0][0].source == ORTHO_K
+    assert per_query[1][0].source == "重复低强度红光治疗及安全性（演示）.md"
+    for hits in per_query:
+        ids = [h.chunk_id for h in hits]
+        assert len(ids) == len(set(ids))
+        assert len(hits) <= searcher.settings.bm25_top_k + searcher.settings.semantic_top_k
+
+
+def test_query_embeddings_are_cached(searcher):
+    embedder = searcher.embedder
+    first = embedder.encode_queries(["散瞳验光的意义"])
+    cached = embedder._cache["散瞳验光的意义"]
+    again = embedder.encode_queries(["散瞳验光的意义"])
+    assert (first == again).all() and (again[0] == cached).all()
+
+
+def test_bm25s_agrees_with_rank_bm25_reference(searcher, sample_kb):
+    """bm25s (atire + robertson idf) must rank like rank_bm25.BM25Okapi(epsilon=0) on the sample KB."""
+    from rank_bm25 import BM25Okapi
+
+    cases = json.loads((ROOT / "bench" / "retrieval_cases.json").read_text(encoding="utf-8"))
+    tokenizer = get_tokenizer()
+    chunks = sample_kb.catalogue.all_chunks()
+    reference = BM25Okapi(tokenizer.tokenize_many([c.index_text for c in chunks]), k1=1.5, b=0.75, epsilon=0)
+    agree = total = 0
+    for case in cases:
+        query = tokenizer.tokenize(tokenizer.expand_query(case["question"]))
+        scores = reference.get_scores(query)
+        expected = [chunks[i].id for i in sorted(range(len(chunks)), key=lambda i: -scores[i])[:5] if scores[i] > 0]
+        got = [cid for cid, _ in searcher.bm25_search_many([case["question"]])[0]]
+        total += len(expected)
+        agree += sum(1 for a, b in zip(expected, got) if a == b)
+    assert total > 100
+    assert agree / total >= 0.9, f"{agree}/{total} positions agree"
+
+
+async def test_missing_embedding_model_falls_back_to_bm25_with_a_fix_it_warning(kb_settings, sample_kb):
+    settings = kb_settings.model_copy(update={"embedding_model": "/nonexistent/bge-small-zh"})
+    searcher = HybridSearcher(settings, sample_kb, Embedder(settings.embedding_model))
+    hits = await searcher.search("低浓度阿托品的副作用有哪些")
+    assert hits and hits[0].source == ATROPINE
+    assert all(h.found_by == ["bm25"] for h in hits)
+    assert searcher.bm25_only
+    assert "EMBEDDING_MODEL" in searcher.warning and "BM25" in searcher.warning
+
+
+def test_reopening_a_kb_loads_the_saved_bm25_index(kb_settings, sample_kb, searcher):
+    reopened = HybridSearcher(kb_settings, KnowledgeBase(kb_settings), searcher.embedder)
+    index = reopened._bm25_index()
+    assert index.version == sample_kb.catalogue.version
+    assert (sample_kb.bm25_dir / "clincite.json").exists()
+
+
+def test_retrieve_cli_prints_hits_as_json(kb_settings, sample_kb):
+    env = {**os.environ, "KB_DIR": str(kb_settings.kb_dir), "EMBEDDING_MODEL": TEST_MODEL, "SEMANTIC_THRESHOLD": "0"}
+    out = subprocess.run([sys.executable, "query.py", "低浓度阿托品的副作用有哪些", "--retrieve", "--json"],
+                         cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    payload = json.loads(out.stdout)
+    assert payload["hits"][0]["source"] == ATROPINE
+    assert set(payload["hits"][0]) == {"chunk_id", "source", "text", "bm25", "semantic", "found_by"}
+
+
+@pytest.fixture()
+def chroma_server(tmp_path):
+    port = free_port()
+    chroma = os.path.join(os.path.dirname(sys.executable), "chroma")
+    proc = subprocess.Popen([chroma, "run", "--path", str(tmp_path / "server"), "--host", "127.0.0.1",
+                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        pytest.fail("chroma server did not start")
+    yield port
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+async def test_vectors_can_live_in_a_chroma_server(tmp_path, chroma_server):
+    settings = make_settings(tmp_path, chroma_host="127.0.0.1", chroma_port=chroma_server)
+    kb = KnowledgeBase(settings)
+    Ingestor(settings, kb).run([SAMPLE_KB / ATROPINE, SAMPLE_KB / ORTHO_K])
+    assert not (kb.dir / "chroma").exists(), "no embedded store when CHROMA_HOST is set"
+    import chromadb
+
+    remote = chromadb.HttpClient(host="127.0.0.1", port=chroma_server)
+    collection = remote.get_collection(kb.vectors(settings.embedding_model).name)
+    assert collection.count() == len(kb.catalogue.chunk_ids())
+    hits = await HybridSearcher(settings, kb).search("角膜塑形镜 感染 护理")
+    assert any("semantic" in h.found_by for h in hits)
+    assert hits[0].source == ORTHO_K
