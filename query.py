@@ -197,8 +197,8 @@ class TwoStageQueryService:
             state.emit(NoticeEvent(kind="empty_kb", message="知识库为空：请先运行 `python ingest.py 文档目录/` 导入指南文档。"))
 
         search_state = SearchStageState(question=state.question, history=state.history)
-        stage1 = await (self._stage1_overlapped(state) if self.overlap else self._stage1_serial(state))
-        search_state.stage1_sub_queries = [a.sub_query for a in stage1]
+        sub_queries, stage1 = await (self._stage1_overlapped(state) if self.overlap else self._stage1_serial(state))
+        search_state.stage1_sub_queries = sub_queries
         search_state.stage1_analyses = stage1
 
         gate = AnswerGate(open_=False, emit_token=lambda t: state.emit(AnswerToken(text=t)))
@@ -224,7 +224,7 @@ class TwoStageQueryService:
 
         state.emit(AnswerDone(result=self._result(state, search_state, verdict, answer)))
 
-    async def _stage1_overlapped(self, state: RunState) -> list[SubQueryAnalysis]:
+    async def _stage1_overlapped(self, state: RunState) -> tuple[list[SubQuery], list[SubQueryAnalysis]]:
         """Search and judge each sub-query the moment it is complete; the question itself from the start."""
         original = SubQuery(id="q0", text=state.question, focus="原问题")
         tasks = [asyncio.create_task(self._search_and_judge(state, original, stage=1))]
@@ -233,15 +233,15 @@ class TwoStageQueryService:
             sub_queries.append(sub_query)
             tasks.append(asyncio.create_task(self._search_and_judge(state, sub_query, stage=1)))
         state.emit(DecompositionReady(sub_queries=sub_queries))
-        return list(await asyncio.gather(*tasks))
+        return sub_queries, list(await asyncio.gather(*tasks))
 
-    async def _stage1_serial(self, state: RunState) -> list[SubQueryAnalysis]:
+    async def _stage1_serial(self, state: RunState) -> tuple[list[SubQuery], list[SubQueryAnalysis]]:
         """The baseline: decomposition, then all searches, then all judges."""
         sub_queries = [sq async for sq in self._decompose(state, stream=False)]
         state.emit(DecompositionReady(sub_queries=sub_queries))
         every = [SubQuery(id="q0", text=state.question, focus="原问题"), *sub_queries]
         hits = await self._search_batch(state, every, stage=1)
-        return list(await asyncio.gather(*(self._judge(state, sq, h, 1) for sq, h in zip(every, hits))))
+        return sub_queries, list(await asyncio.gather(*(self._judge(state, sq, h, 1) for sq, h in zip(every, hits))))
 
     async def _stage2(self, state: RunState, sub_queries: list[SubQuery]) -> list[SubQueryAnalysis]:
         started = state.elapsed()

@@ -1,0 +1,342 @@
+"""TwoStageQueryService orchestration: stages, overlap, follow-ups, degradation, speculation, offline mode, cache."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from pydantic_ai import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
+
+import offline
+from conftest import ATROPINE, ROOT, TEST_MODEL
+from models import (AnswerDone, AnswerToken, DecompositionReady, DegradedEvent, JudgementDone, JudgementStarted,
+                    NoticeEvent, Stage2Started, StageStarted)
+from query import TwoStageQueryService
+from search import Embedder, HybridSearcher
+from settings import Settings
+
+QUESTION = "低浓度阿托品控制近视的效果和副作用？"
+
+
+def last_prompt(messages) -> str:
+    return offline._last_user_text(messages)
+
+
+def structured(build, delay: float = 0.0, fail: Exception | None = None, calls: list | None = None) -> FunctionModel:
+    """A FunctionModel answering through the output tool with build(prompt); optional latency, failure, call log."""
+
+    async def respond(messages, info: AgentInfo) -> ModelResponse:
+        prompt = last_prompt(messages)
+        if calls is not None:
+            calls.append(prompt)
+        await asyncio.sleep(delay)
+        if fail:
+            raise fail
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, build(prompt))])
+
+    async def stream(messages, info: AgentInfo):
+        prompt = last_prompt(messages)
+        if calls is not None:
+            calls.append(prompt)
+        await asyncio.sleep(delay)
+        if fail:
+            raise fail
+        payload = json.dumps(build(prompt), ensure_ascii=False)
+        yield {0: DeltaToolCall(name=info.output_tools[0].name, tool_call_id="t")}
+        for i in range(0, len(payload), 10):
+            yield {0: DeltaToolCall(json_args=payload[i:i + 10])}
+
+    return FunctionModel(respond, stream_function=stream)
+
+
+def text_model(pieces_for, delay: float = 0.0) -> FunctionModel:
+    """A streamed text model: pieces_for(prompt, call_number) gives the pieces (an Exception piece is raised)."""
+    calls = []
+
+    async def stream(messages, info: AgentInfo):
+        calls.append(last_prompt(messages))
+        for piece in pieces_for(last_prompt(messages), len(calls)):
+            await asyncio.sleep(delay)
+            if isinstance(piece, Exception):
+                raise piece
+            yield piece
+
+    async def respond(messages, info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart("".join(p for p in pieces_for(last_prompt(messages), 0)
+                                                     if isinstance(p, str)))])
+
+    model = FunctionModel(respond, stream_function=stream)
+    model.calls = calls
+    return model
+
+
+def server_error() -> ModelHTTPError:
+    return ModelHTTPError(status_code=500, model_name="test", body={"error": "boom"})
+
+
+@pytest.fixture()
+def service(kb_settings: Settings, searcher: HybridSearcher) -> TwoStageQueryService:
+    settings = kb_settings.model_copy(update={"answer_cache_size": 0})
+    return TwoStageQueryService(settings, searcher)
+
+
+async def collect(service, question=QUESTION, history=None):
+    events = [event async for event in service.run(question, history)]
+    done = [e for e in events if isinstance(e, AnswerDone)]
+    assert len(done) == 1 and events[-1] is done[0]
+    return events, done[0].result
+
+
+def sufficient(_prompt):
+    return {"sufficient": True, "confidence": "high", "covered_aspects": ["疗效", "副作用"],
+            "missing_key_aspects": [], "additional_sub_queries": [], "reasoning": "证据覆盖了疗效与副作用。"}
+
+
+def insufficient(_prompt):
+    return {"sufficient": False, "confidence": "medium", "covered_aspects": ["疗效"],
+            "missing_key_aspects": ["停药后反弹"],
+            "additional_sub_queries": [{"text": "停用低浓度阿托品后可能出现近视反弹", "focus": "注意事项"}],
+            "reasoning": "缺少停药反弹的信息。"}
+
+
+# --- stages ----------------------------------------------------------------------------------------------------
+
+
+async def test_offline_report_has_three_sections_and_every_quote_verifies(service):
+    events, result = await collect(service)
+    assert result.mode == "offline"
+    assert any(isinstance(e, NoticeEvent) and e.kind == "offline" for e in events)
+    assert "**TL;DR：**" in result.answer and "### 完整结论" in result.answer and "### 论据与来源" in result.answer
+    assert len(result.citations) >= 3
+    assert all(c.verified for c in result.citations) and result.unverified_citations == 0
+    assert {c.source for c in result.citations} == {"低浓度阿托品临床应用指南（演示）"}
+    streamed = "".join(e.text for e in events if isinstance(e, AnswerToken))
+    assert streamed == result.answer
+    assert [sq.text for sq in result.sub_queries] == ["低浓度阿托品控制近视的效果", "低浓度阿托品控制近视的副作用"]
+    assert result.timings["ttft"] <= result.timings["total"]
+    assert {"decomposition", "search", "judgement", "sufficiency", "answer"} <= set(result.timings)
+
+
+async def test_stage2_runs_only_when_the_verdict_asks_for_it(service):
+    agents = service.agents
+    with agents.sufficiency_judge.override(model=structured(sufficient)):
+        events, result = await collect(service)
+    assert not any(isinstance(e, Stage2Started) for e in events)
+    assert result.stage2_queries == []
+
+    with agents.sufficiency_judge.override(model=structured(insufficient)):
+        events, result = await collect(service)
+    started = [e for e in events if isinstance(e, Stage2Started)]
+    assert len(started) == 1 and started[0].sub_queries[0].text == "停用低浓度阿托品后可能出现近视反弹"
+    assert [q.text for q in result.stage2_queries] == ["停用低浓度阿托品后可能出现近视反弹"]
+    stage2 = [a for a in result.analyses if a.sub_query.id.startswith("s2-")]
+    assert len(stage2) == 1
+    stage1_chunks = {h.chunk_id for e in events if getattr(e, "stage", None) == 1 and hasattr(e, "hits")
+                     for h in e.hits}
+    judged_again = [e for e in events if isinstance(e, JudgementDone) and e.stage == 2]
+    for judged in judged_again:  # hits already judged in stage 1 are not judged again
+        assert not {x.chunk_id for x in judged.analysis.extracts} & stage1_chunks
+
+
+async def test_judges_start_as_sub_queries_arrive_and_run_concurrently(service):
+    agents = service.agents
+    drafts = [{"text": "低浓度阿托品延缓近视进展的疗效", "focus": "疗效数据"},
+              {"text": "低浓度阿托品常见不良反应包括畏光和近视力下降", "focus": "不良反应"},
+              {"text": "使用低浓度阿托品期间的随访间隔", "focus": "随访"}]
+    payload = json.dumps({"sub_queries": drafts}, ensure_ascii=False)
+
+    async def slow_stream(messages, info: AgentInfo):
+        yield {0: DeltaToolCall(name=info.output_tools[0].name, tool_call_id="d")}
+        for i in range(0, len(payload), 8):  # ~0.5 s of simulated token latency in all
+            await asyncio.sleep(0.02)
+            yield {0: DeltaToolCall(json_args=payload[i:i + 8])}
+
+    decomposition = FunctionModel(stream_function=slow_stream)
+    judge = structured(offline.judge, delay=0.3)
+    with agents.decomposition.override(model=decomposition), agents.relevance_judge.override(model=judge):
+        events, result = await collect(service)
+
+    order = [(type(e).__name__, getattr(getattr(e, "sub_query", None), "id", None)) for e in events]
+    ready = order.index(("DecompositionReady", None))
+    started = {sq: i for i, (kind, sq) in enumerate(order) if kind == "JudgementStarted"}
+    finished = {e.analysis.sub_query.id: i for i, e in enumerate(events) if isinstance(e, JudgementDone)}
+    assert set(started) == {"q0", "q1", "q2", "q3"}
+    assert started["q0"] < ready and started["q1"] < ready, "judging starts before decomposition has finished"
+    assert finished["q0"] < ready, "the question's own judge overlaps the decomposition"
+    subs = ("q1", "q2", "q3")
+    assert max(started[q] for q in subs) < min(finished[q] for q in subs), "the sub-queries' judges overlap"
+
+
+async def test_follow_up_reaches_the_decomposition_with_history(service):
+    from models import ChatTurn
+
+    calls: list[str] = []
+    history = [ChatTurn(role="user", content="低浓度阿托品控制近视的效果如何？"),
+               ChatTurn(role="assistant", content="**TL;DR：** 0.05% 效果最好。")]
+    with service.agents.decomposition.override(model=structured(offline.decompose, calls=calls)):
+        _, result = await collect(service, "那副作用呢？", history)
+    assert "低浓度阿托品控制近视的效果如何" in calls[0] and "那副作用呢" in calls[0]
+    assert result.sub_queries[0].text == "低浓度阿托品控制近视的副作用"  # resolved against the history
+    assert any(c.source.startswith("低浓度阿托品") for c in result.citations)
+
+
+# --- degradation (DESIGN §7) ----------------------------------------------------------------------------------
+
+
+async def test_failed_decomposition_searches_the_question_itself(service):
+    with service.agents.decomposition.override(model=structured(offline.decompose, fail=server_error())):
+        events, result = await collect(service)
+    assert [sq.text for sq in result.sub_queries] == [QUESTION]
+    assert [d.component for d in result.degradations] == ["decomposition"]
+    assert any(isinstance(e, DegradedEvent) and "问题分解失败" in e.degradation.message for e in events)
+    assert result.citations and all(c.verified for c in result.citations)
+
+
+async def test_failed_judge_hands_on_its_top_hits_with_low_confidence(service):
+    calls: list[str] = []
+
+    def judge_or_fail(prompt):
+        if "q1｜" in prompt:
+            raise server_error()
+        return offline.judge(prompt)
+
+    def build(prompt):
+        calls.append(prompt)
+        return judge_or_fail(prompt)
+
+    with service.agents.relevance_judge.override(model=structured(build)):
+        events, result = await collect(service)
+    failed = next(a for a in result.analyses if a.sub_query.id == "q1")
+    assert failed.degraded and failed.confidence == "low" and len(failed.extracts) == 2
+    search = next(e for e in events if getattr(e, "sub_query", None) and e.sub_query.id == "q1" and hasattr(e, "hits"))
+    assert [x.chunk_id for x in failed.extracts] == [h.chunk_id for h in search.hits[:2]]
+    assert [d.component for d in result.degradations] == ["judge:q1"]
+    assert "### 论据与来源" in result.answer
+
+
+async def test_failed_sufficiency_judge_counts_as_sufficient(service):
+    with service.agents.sufficiency_judge.override(model=structured(sufficient, fail=server_error())):
+        events, result = await collect(service)
+    assert result.sufficiency.sufficient and result.sufficiency.degraded
+    assert not any(isinstance(e, Stage2Started) for e in events)
+    assert [d.component for d in result.degradations] == ["sufficiency"]
+    assert result.answer.startswith("> 离线演示模式")
+
+
+async def test_answer_cut_midway_keeps_the_partial_text_and_lists_the_sources(service):
+    pieces = ["**TL;DR：** 0.05% 低浓度阿托品", "效果最好【1】。\n\n### 完整结论\n低浓度", server_error()]
+    with service.agents.answer_generation.override(model=text_model(lambda p, n: pieces)):
+        events, result = await collect(service)
+    streamed = "".join(e.text for e in events if isinstance(e, AnswerToken))
+    assert streamed == result.answer
+    assert result.answer.startswith("**TL;DR：** 0.05% 低浓度阿托品效果最好【1】。")
+    assert "回答生成中途中断" in result.answer and "### 已找到的来源" in result.answer
+    assert result.citations and all(c.verified for c in result.citations)
+    assert min(c.number for c in result.citations) == 2  # numbering continues after the partial text's 【1】
+    assert [d.component for d in result.degradations] == ["answer"]
+
+
+async def test_answer_failing_before_its_first_token_still_gives_the_evidence(service):
+    with service.agents.answer_generation.override(model=text_model(lambda p, n: [server_error()])):
+        _, result = await collect(service)
+    assert result.answer.startswith("> ⚠️ 回答生成失败")
+    assert len(result.citations) >= 2 and all(c.verified for c in result.citations)
+
+
+async def test_missing_embedding_model_is_announced_and_search_goes_on(kb_settings, sample_kb):
+    settings = kb_settings.model_copy(update={"embedding_model": "/nonexistent/model", "answer_cache_size": 0})
+    service = TwoStageQueryService(settings, HybridSearcher(settings, sample_kb, Embedder(settings.embedding_model)))
+    events, result = await collect(service)
+    notices = [e for e in events if isinstance(e, NoticeEvent) and e.kind == "bm25_only"]
+    assert len(notices) == 1 and "EMBEDDING_MODEL" in notices[0].message
+    assert result.search_mode == "bm25" and result.citations
+
+
+# --- speculation, citations, cache ----------------------------------------------------------------------------
+
+
+async def test_a_speculative_answer_never_reaches_the_user_when_stage2_runs(service):
+    def pieces(prompt, call):  # call 1 is the speculative run, call 2 the answer after stage 2
+        return ["SPECULATIVE-TEXT ", "不应出现"] if call == 1 else ["FINAL-ANSWER ", "**TL;DR：** 含第二阶段证据。"]
+
+    answer = text_model(pieces)
+    with service.agents.sufficiency_judge.override(model=structured(insufficient, delay=0.3)), \
+            service.agents.answer_generation.override(model=answer):
+        events, result = await collect(service)
+    assert len(answer.calls) == 2, "the speculative answer ran while the sufficiency judge was thinking"
+    streamed = "".join(e.text for e in events if isinstance(e, AnswerToken))
+    assert "SPECULATIVE" not in streamed and "SPECULATIVE" not in result.answer
+    assert streamed.startswith("FINAL-ANSWER")
+    answer_started = next(i for i, e in enumerate(events) if isinstance(e, StageStarted) and e.stage == "answer")
+    stage2 = next(i for i, e in enumerate(events) if isinstance(e, Stage2Started))
+    assert stage2 < answer_started
+
+
+async def test_a_sufficient_verdict_releases_the_speculative_answer(service):
+    answer = text_model(lambda p, n: ["**TL;DR：** 已生成。"])
+    with service.agents.sufficiency_judge.override(model=structured(sufficient, delay=0.2)), \
+            service.agents.answer_generation.override(model=answer):
+        events, result = await collect(service)
+    assert len(answer.calls) == 1
+    assert result.answer == "**TL;DR：** 已生成。"
+    verdict = next(i for i, e in enumerate(events) if type(e).__name__ == "SufficiencyReady")
+    first_token = next(i for i, e in enumerate(events) if isinstance(e, AnswerToken))
+    assert verdict < first_token
+
+
+async def test_quotes_not_in_the_source_are_flagged(service):
+    report = ("**TL;DR：** 示例【1】【2】\n\n### 完整结论\n示例。\n\n### 论据与来源\n"
+              "**【1】真实原文**\n说明：x\n来源：《低浓度阿托品临床应用指南（演示）》\n"
+              "原文：“低浓度阿托品总体安全性良好，但仍可能出现以下副作用”\n\n"
+              "**【2】编造原文**\n说明：x\n来源：《低浓度阿托品临床应用指南（演示）》\n原文：“阿托品可以完全治愈近视。”\n")
+    with service.agents.answer_generation.override(model=text_model(lambda p, n: [report])):
+        _, result = await collect(service)
+    verified = {c.number: c.verified for c in result.citations}
+    assert verified == {1: True, 2: False}
+    assert result.unverified_citations == 1
+    assert result.citations[0].chunk_id and result.citations[0].heading_path
+
+
+async def test_answer_cache_replays_and_ingestion_invalidates_it(kb_settings, searcher):
+    service = TwoStageQueryService(kb_settings, searcher)
+    _, first = await collect(service, "角膜塑形镜的禁忌症有哪些？")
+    events, second = await collect(service, "角膜塑形镜的禁忌症有哪些？ ")
+    assert not first.cached and second.cached
+    assert second.answer == first.answer
+    assert any(isinstance(e, NoticeEvent) and e.kind == "cached" for e in events)
+    assert any(isinstance(e, DecompositionReady) for e in events), "the steps are replayed too"
+    service.kb.catalogue._bump_version()  # what any ingestion does
+    _, third = await collect(service, "角膜塑形镜的禁忌症有哪些？")
+    assert not third.cached
+
+
+def test_offline_detection_is_not_fooled_by_chainlits_ci_key(kb_settings):
+    assert kb_settings.model_copy(update={"openai_api_key": "sk-FAKE-OPENAI-API-KEY"}).offline
+    assert kb_settings.model_copy(update={"openai_api_key": ""}).offline
+    assert not kb_settings.model_copy(update={"openai_api_key": "sk-real-looking-key"}).offline
+    assert kb_settings.model_copy(update={"openai_api_key": "sk-real", "offline_mode": "on"}).offline
+
+
+def test_cli_json_matches_the_design_contract(kb_settings, sample_kb):
+    env = {**os.environ, "KB_DIR": str(kb_settings.kb_dir), "EMBEDDING_MODEL": TEST_MODEL,
+           "SEMANTIC_THRESHOLD": "0", "CI": "true", "OPENAI_API_KEY": "sk-FAKE-OPENAI-API-KEY"}
+    out = subprocess.run([sys.executable, "query.py", QUESTION, "--json"], cwd=ROOT, capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    payload = json.loads(out.stdout)
+    assert {"question", "mode", "sub_queries", "analyses", "sufficiency", "stage2_queries", "answer", "citations",
+            "timings", "usage"} <= set(payload)
+    assert payload["mode"] == "offline"
+    assert set(payload["analyses"][0]) >= {"sub_query", "sub_answer", "confidence", "missing", "extracts"}
+    assert set(payload["analyses"][0]["extracts"][0]) == {"source", "chunk_id", "text"}
+    assert all(set(c) >= {"source", "chunk_id", "quote", "verified"} and c["verified"] for c in payload["citations"])
+    assert "ttft" in payload["timings"]
+    assert set(payload["usage"]) == {"decomposition", "relevance_judge", "sufficiency_judge", "answer_generation"}
+    assert "问题分解" in out.stderr, "the steps are shown while the JSON goes to stdout"
+    assert ATROPINE.removesuffix(".md") in out.stderr
