@@ -214,11 +214,13 @@ _EVIDENCE_LINE = re.compile(r"^\[E(\d+)\] 《([^》]+)》“(.*)”（子查询�
 MAX_ITEMS = 4
 
 
-def assemble_report(prompt: str) -> str:
+def assemble_report(prompt: str, notice: bool = True) -> str:
+    """The report from the 【证据摘录】 of an answer prompt; `notice` adds the offline label on top."""
+    label = f"> {OFFLINE_NOTICE}\n\n" if notice else ""
     evidence = [m.groups() for m in map(_EVIDENCE_LINE.match, _section(prompt, fmt.EVIDENCE, []).splitlines()) if m]
     items = _round_robin(evidence)[:MAX_ITEMS]
     if not items:
-        return (f"> {OFFLINE_NOTICE}\n\n**TL;DR：** 知识库中没有找到与该问题直接相关的资料。\n\n### 完整结论\n"
+        return (f"{label}**TL;DR：** 知识库中没有找到与该问题直接相关的资料。\n\n### 完整结论\n"
                 "现有资料未涉及该问题，请补充相关指南或换一种问法。\n\n### 论据与来源\n无\n")
     first_sentence = lambda text: (_SENTENCE.findall(text) or [text])[0].strip()  # noqa: E731
     tldr = f"{first_sentence(items[0][2])}【1】"
@@ -227,7 +229,7 @@ def assemble_report(prompt: str) -> str:
         format_evidence_item(i, sub_query.rstrip("？?"), f"该段原文与“{sub_query.rstrip('？?')}”直接相关。", source, text)
         for i, (_, source, text, sub_query) in enumerate(items, 1)
     )
-    return (f"> {OFFLINE_NOTICE}\n\n**TL;DR：** {tldr}\n\n### 完整结论\n{conclusion}\n\n"
+    return (f"{label}**TL;DR：** {tldr}\n\n### 完整结论\n{conclusion}\n\n"
             f"### 论据与来源\n{evidence_md}\n")
 
 

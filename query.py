@@ -468,30 +468,34 @@ class TwoStageQueryService:
 
 
 async def _stream_list_items(agent, prompt: str, field_name: str, state: RunState) -> AsyncIterator:
-    """Items of a list field as soon as each is complete (validated partials), retry-safe via `agent.iter`.
+    """Items of a list field as soon as each is complete (validated partials).
 
-    The last item of a partial may still be truncated, so it is only taken once the next one has begun or the
-    stream has ended.
+    The last item of a partial may still be truncated, so it is only taken once the next one has begun or the stream
+    has ended. pydantic-ai cannot retry a streamed attempt whose output fails validation, so that case asks again
+    without streaming (with the agent's retries); items seen twice are de-duplicated by the caller.
     """
     from pydantic_ai import Agent
     from pydantic_ai.exceptions import UnexpectedModelBehavior
 
     taken = 0
-    async with agent.iter(prompt) as run:
-        async for node in run:
-            if not Agent.is_model_request_node(node):
-                continue
-            try:
+    try:
+        async with agent.iter(prompt) as run:
+            async for node in run:
+                if not Agent.is_model_request_node(node):
+                    continue
                 async with node.stream(run.ctx) as stream:
                     async for partial in stream.stream_output(debounce_by=None):
                         items = getattr(partial, field_name, None) or []
                         for item in items[taken:-1]:
                             yield item
                         taken = max(taken, len(items) - 1)
-            except UnexpectedModelBehavior:
-                continue  # an invalid attempt: the graph retries with a new request node
-        state.add_usage(agent.name, run.usage)
-        output: DecompositionOutput = run.result.output
+            state.add_usage(agent.name, run.usage)
+            output = run.result.output
+    except UnexpectedModelBehavior as exc:
+        log.info("Streamed %s output failed validation (%s); asking again without streaming", agent.name, exc)
+        result = await agent.run(prompt)
+        state.add_usage(agent.name, result.usage)
+        output, taken = result.output, 0
     for item in getattr(output, field_name)[taken:]:
         yield item
 

@@ -1,0 +1,110 @@
+"""A fake LLM for the four ClinCite agents, served over real HTTP by `FakeOpenAIServer`.
+
+It answers each agent the way a well-behaved model would — sub-queries, verbatim extracts, a verdict, a report in the
+required format — by running the deterministic offline functions on the prompt it receives, so every byte still
+travels through the `openai` client and pydantic-ai. Agents are told apart by model name (see `llm_settings`).
+Faults and latency are injected per agent:
+
+    llm = ClinicalLLM()
+    llm.script["relevance_judge"] = [Reply(status=429, retry_after=0)]   # next judge request: 429, then normal
+    llm.always["answer_generation"] = Reply(cut_after_chars=40)          # every answer stream is cut
+    with FakeOpenAIServer(llm) as server:
+        service = TwoStageQueryService(llm_settings(settings, server.base_url))
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+
+import offline
+from fake_openai_server import ChatRequest, Reply, _content_text
+from settings import Settings
+
+AGENTS = ("decomposition", "relevance_judge", "sufficiency_judge", "answer_generation")
+MODEL_PREFIX = "fake-"
+
+
+@dataclass
+class AgentLatency:
+    ttft: float = 0.0  # seconds to first token
+    tokens_per_second: float = 0.0  # 0 = instant
+    output_chars: int = 0  # pad the answer to this many characters (a realistic report length)
+
+
+@dataclass
+class ClinicalLLM:
+    script: dict[str, list[Reply | None]] = field(default_factory=dict)  # consumed one per request
+    always: dict[str, Reply] = field(default_factory=dict)  # applied to every request of that agent
+    latency: dict[str, AgentLatency] = field(default_factory=dict)
+    verdict: dict | None = None  # force the sufficiency judge's output
+    insufficient_when: str | None = None  # questions containing this get an "insufficient" verdict
+    calls: dict[str, int] = field(default_factory=lambda: {a: 0 for a in AGENTS})
+
+    def __call__(self, request: ChatRequest) -> Reply:
+        agent = request.model.removeprefix(MODEL_PREFIX)
+        self.calls[agent] = self.calls.get(agent, 0) + 1
+        prompt = first_user_text(request)
+        reply = self._normal_reply(agent, prompt)
+        latency = self.latency.get(agent)
+        if latency:
+            reply = replace(reply, ttft=latency.ttft, tokens_per_second=latency.tokens_per_second)
+        queued = self.script.get(agent)
+        override = queued.pop(0) if queued else None
+        override = override or self.always.get(agent)
+        if override is not None:
+            reply = _merge(reply, override)
+        return reply
+
+    def _normal_reply(self, agent: str, prompt: str) -> Reply:
+        if agent == "decomposition":
+            return Reply(output=offline.decompose(prompt))
+        if agent == "relevance_judge":
+            return Reply(output=offline.judge(prompt))
+        if agent == "sufficiency_judge":
+            return Reply(output=self._verdict(prompt))
+        report = offline.assemble_report(prompt, notice=False)
+        padding = self.latency.get(agent, AgentLatency()).output_chars - len(report)
+        if padding > 0:  # a real report is longer than the extractive one; pad the explanation lines
+            report += "\n" + ("补充说明：以上结论仅依据所列原文。" * (padding // 16 + 1))[:padding]
+        return Reply(content=report)
+
+    def _verdict(self, prompt: str) -> dict:
+        if self.verdict is not None:
+            return self.verdict
+        question = offline._section(prompt, "【原始问题】", ["【子查询分析】"])
+        if self.insufficient_when and self.insufficient_when in question:
+            return {"sufficient": False, "confidence": "medium", "covered_aspects": [],
+                    "missing_key_aspects": ["长期安全性"], "reasoning": "缺少长期安全性证据。",
+                    "additional_sub_queries": [{"text": f"{question.strip('？?')}的长期安全性", "focus": "不良反应"},
+                                               {"text": f"{question.strip('？?')}的随访要求", "focus": "随访"}]}
+        return offline.sufficiency(prompt)
+
+
+def _merge(normal: Reply, override: Reply) -> Reply:
+    """The override's non-default fields win; content/output fall back to the normal answer."""
+    changes = {name: value for name, value in vars(override).items() if value != getattr(Reply(), name)}
+    return replace(normal, **changes)
+
+
+def first_user_text(request: ChatRequest) -> str:
+    """The agent's prompt: the first user message (validation retries append more)."""
+    for message in request.messages:
+        if message.get("role") == "user":
+            return _content_text(message.get("content"))
+    return ""
+
+
+def llm_settings(settings: Settings, base_url: str, **overrides) -> Settings:
+    """Settings that send each agent to the fake server under its own model name."""
+    agents = {name: getattr(settings, name).model_copy(update={"model": MODEL_PREFIX + name}) for name in AGENTS}
+    return settings.model_copy(update={"openai_api_key": "test-key", "openai_base_url": base_url,
+                                       "offline_mode": "off", "answer_cache_size": 0, **agents, **overrides})
+
+
+def agent_requests(server, agent: str) -> list[ChatRequest]:
+    return [r for r in server.requests if r.model == MODEL_PREFIX + agent]
+
+
+def dump(request: ChatRequest) -> str:
+    return json.dumps(request.body, ensure_ascii=False)[:2000]

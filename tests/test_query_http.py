@@ -1,0 +1,141 @@
+"""The service through real HTTP: the openai client and pydantic-ai talking to a local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, TEST_MODEL
+from fake_clinical_llm import ClinicalLLM, agent_requests, llm_settings
+from fake_openai_server import FakeOpenAIServer, Reply
+from models import AnswerToken, DegradedEvent, NoticeEvent
+from query import TwoStageQueryService
+
+QUESTION = "低浓度阿托品控制近视的效果和副作用？"
+
+
+@pytest.fixture()
+def llm():
+    return ClinicalLLM()
+
+
+@pytest.fixture()
+def server(llm):
+    with FakeOpenAIServer(llm) as srv:
+        yield srv
+
+
+def make_service(kb_settings, searcher, server, **overrides) -> TwoStageQueryService:
+    return TwoStageQueryService(llm_settings(kb_settings, server.base_url, **overrides), searcher)
+
+
+async def run(service, question=QUESTION):
+    events = [e async for e in service.run(question)]
+    return events, events[-1].result
+
+
+async def test_a_full_question_end_to_end_over_http(kb_settings, searcher, server):
+    service = make_service(kb_settings, searcher, server)
+    events, result = await run(service)
+    assert result.mode == "llm"
+    assert not any(isinstance(e, NoticeEvent) and e.kind == "offline" for e in events)
+    assert not result.degradations
+    assert [sq.text for sq in result.sub_queries] == ["低浓度阿托品控制近视的效果", "低浓度阿托品控制近视的副作用"]
+    assert "### 论据与来源" in result.answer and "离线" not in result.answer
+    assert result.citations and all(c.verified for c in result.citations)
+    assert len([e for e in events if isinstance(e, AnswerToken)]) > 3, "the report arrived as a stream"
+
+    assert len(agent_requests(server, "decomposition")) == 1
+    assert len(agent_requests(server, "relevance_judge")) == 3  # q0 (the question) + two sub-queries
+    assert len(agent_requests(server, "sufficiency_judge")) == 1
+    answer = agent_requests(server, "answer_generation")
+    assert len(answer) == 1 and answer[0].stream and answer[0].output_mode == "text"
+    decomposition = agent_requests(server, "decomposition")[0]
+    assert decomposition.stream and decomposition.output_mode == "tool"
+    assert "肯定句" in decomposition.system_text()  # the Chinese prompt from prompts/ is what the model sees
+    for name in ("decomposition", "relevance_judge", "sufficiency_judge", "answer_generation"):
+        assert result.usage[name].requests >= 1 and result.usage[name].output_tokens > 0
+
+
+@pytest.mark.parametrize("mode,expected", [("prompted", "prompted"), ("native", "native")])
+async def test_structured_output_without_tool_calling(kb_settings, searcher, server, mode, expected):
+    service = make_service(kb_settings, searcher, server, llm_output_mode=mode)
+    _, result = await run(service)
+    assert not result.degradations
+    assert {r.output_mode for r in server.requests if r.model != "fake-answer_generation"} == {expected}
+    assert all(c.verified for c in result.citations)
+
+
+async def test_rate_limit_is_retried_and_the_answer_is_whole(kb_settings, searcher, server, llm):
+    llm.script["decomposition"] = [Reply(status=429, retry_after=0)]
+    llm.script["sufficiency_judge"] = [Reply(status=503, retry_after=0)]
+    service = make_service(kb_settings, searcher, server)
+    _, result = await run(service)
+    assert not result.degradations
+    assert [r.attempt for r in agent_requests(server, "decomposition")] == [0, 1]
+    assert len(agent_requests(server, "sufficiency_judge")) == 2
+    assert len(result.sub_queries) == 2
+
+
+async def test_persistent_server_errors_degrade_the_stage(kb_settings, searcher, server, llm):
+    llm.always["relevance_judge"] = Reply(status=500)
+    service = make_service(kb_settings, searcher, server, llm_max_retries=1)
+    events, result = await run(service)
+    assert len(agent_requests(server, "relevance_judge")) == 3 * 2  # each judge: first try + 1 retry
+    assert sorted(d.component for d in result.degradations) == ["judge:q0", "judge:q1", "judge:q2"]
+    stage1 = [a for a in result.analyses if not a.sub_query.id.startswith("s2-")]
+    assert len(stage1) == 3 and all(a.degraded and a.confidence == "low" and a.extracts for a in stage1)
+    assert sum(isinstance(e, DegradedEvent) for e in events) == 3
+    assert all(c.verified for c in result.citations)
+
+
+async def test_a_timeout_degrades_instead_of_hanging(kb_settings, searcher, server, llm):
+    llm.always["sufficiency_judge"] = Reply(delay=5)
+    sufficiency = kb_settings.sufficiency_judge.model_copy(update={"timeout": 0.5})
+    service = make_service(kb_settings, searcher, server, sufficiency_judge=sufficiency)
+    _, result = await run(service)
+    assert [d.component for d in result.degradations] == ["sufficiency"]
+    assert result.sufficiency.sufficient and result.sufficiency.degraded
+    assert result.timings["sufficiency"] < 2
+    assert "### 论据与来源" in result.answer
+
+
+async def test_invalid_json_is_retried_once_then_degrades(kb_settings, searcher, server, llm):
+    llm.script["decomposition"] = [Reply(invalid_json=True)]
+    _, result = await run(make_service(kb_settings, searcher, server))
+    assert not result.degradations and len(result.sub_queries) == 2
+    assert len(agent_requests(server, "decomposition")) == 2
+
+    llm.always["decomposition"] = Reply(invalid_json=True)
+    _, result = await run(make_service(kb_settings, searcher, server))
+    assert [d.component for d in result.degradations] == ["decomposition"]
+    assert [sq.text for sq in result.sub_queries] == [QUESTION]
+
+
+async def test_an_answer_stream_cut_midway_keeps_what_arrived(kb_settings, searcher, server, llm):
+    llm.always["answer_generation"] = Reply(cut_after_chars=60)
+    events, result = await run(make_service(kb_settings, searcher, server))
+    streamed = "".join(e.text for e in events if isinstance(e, AnswerToken))
+    assert streamed == result.answer
+    assert result.answer.startswith("**TL;DR：**")
+    assert "回答生成中途中断" in result.answer and "### 已找到的来源" in result.answer
+    assert [d.component for d in result.degradations] == ["answer"]
+    assert result.citations and all(c.verified for c in result.citations)
+
+
+def test_cli_runs_through_http_when_a_base_url_is_set(kb_settings, sample_kb, server):
+    env = {**os.environ, "KB_DIR": str(kb_settings.kb_dir), "EMBEDDING_MODEL": TEST_MODEL, "SEMANTIC_THRESHOLD": "0",
+           "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.base_url,
+           **{f"{a.upper()}_MODEL": f"fake-{a}" for a in ("decomposition", "relevance_judge", "sufficiency_judge",
+                                                          "answer_generation")}}
+    out = subprocess.run([sys.executable, "query.py", QUESTION, "--json"], cwd=ROOT, capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    payload = json.loads(out.stdout)
+    assert payload["mode"] == "llm" and payload["citations"]
+    assert {r.model for r in server.requests} == {"fake-decomposition", "fake-relevance_judge",
+                                                  "fake-sufficiency_judge", "fake-answer_generation"}
