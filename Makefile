@@ -1,20 +1,29 @@
-# Two commands on a fresh machine:  `make run` (the app, offline, no API key) and `make test`.
+# ClinCite — two commands on a fresh machine:
+#   make run    the app on the sample knowledge base, offline (no API key), http://localhost:8000, login demo/demo
+#   make test   the whole test suite
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
+PORT ?= 8000
+HOST ?= 127.0.0.1
 
-.PHONY: install run test ingest eval bench
+.PHONY: install run serve test ingest eval bench
 
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --upgrade --quiet pip
+	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install -c constraints.txt -e ".[test]"
 	touch $@
 
+# Demo: the demo/demo account works while no real users exist (CLINCITE_DEV_LOGIN=true, explicitly).
 run: install
-	$(BIN)/python app_launcher.py
+	env -u CI CLINCITE_DEV_LOGIN=true $(BIN)/chainlit run app.py -h --host $(HOST) --port $(PORT)
+
+# Production-style: real accounts only (add them with `.venv/bin/python users.py add NAME`).
+serve: install
+	env -u CI $(BIN)/chainlit run app.py -h --host $(HOST) --port $(PORT)
 
 test: install
 	$(BIN)/python -m pytest
@@ -24,3 +33,6 @@ ingest: install
 
 eval: install
 	$(BIN)/python bench/eval_retrieval.py
+
+bench: install
+	$(BIN)/python bench/bench_pipeline.py

@@ -116,3 +116,24 @@ def snap_to_chunk(extract: str, chunk: Chunk, min_overlap: float = 0.6) -> str |
 def _bigrams(text: str) -> set[str]:
     text = normalise(text)
     return {text[i:i + 2] for i in range(len(text) - 1)}
+
+
+UNVERIFIED_LABEL = "原文（⚠️ 未能在来源中逐字核验）："
+
+
+def mark_unverified(answer: str, citations: list[Citation]) -> str:
+    """Label the quote line of every unverified evidence item, so no renderer can show it as checked."""
+    unverified = {c.number for c in citations if not c.verified}
+    if not unverified:
+        return answer
+    items = list(_ITEM.finditer(answer))
+    parts, last = [], 0
+    for index, match in enumerate(items):
+        end = items[index + 1].start() if index + 1 < len(items) else len(answer)
+        if int(match.group(1)) in unverified:
+            block = answer[match.start():end]
+            parts.append(answer[last:match.start()])
+            parts.append(re.sub(r"原文\s*[：:]", UNVERIFIED_LABEL, block, count=1))
+            last = end
+    parts.append(answer[last:])
+    return "".join(parts)

@@ -1,0 +1,155 @@
+"""Satisfaction metrics: 👍/(👍+👎) overall and per day, feedback coverage, TTFT, stage-2 rate, degradations.
+
+`compute_metrics` reads the answer records and feedback rows; `render_page` draws them as an HTML page with inline
+SVG charts (no scripts, no CDN: the page works on a clinic's closed network). The app serves both at /metrics and
+/metrics.json, behind login.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import Counter, defaultdict
+
+from datalayer import ClinCiteDataLayer
+
+TTFT_BUCKETS = [1, 2, 3, 5, 8, 13]  # seconds: histogram edges
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = q / 100 * (len(ordered) - 1)
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return round(ordered[low] + (ordered[high] - ordered[low]) * (rank - low), 3)
+
+
+def ratio(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+async def compute_metrics(layer: ClinCiteDataLayer) -> dict:
+    answers = await layer.query(
+        'SELECT "stepId", "createdAt", ttft, total, cached, stage2, degradations, unverified_citations, mode '
+        "FROM answer_records")
+    rows = await layer.query('SELECT id, "forId", value, "createdAt" FROM feedbacks ORDER BY "createdAt"')
+    latest: dict[str, dict] = {}
+    for row in rows:  # a changed rating replaces the earlier one for the same answer
+        latest[row["forId"]] = row
+    feedback = list(latest.values())
+    answer_day = {a["stepId"]: str(a["createdAt"])[:10] for a in answers}
+
+    per_day: dict[str, dict] = defaultdict(lambda: {"answers": 0, "rated": 0, "up": 0, "down": 0})
+    for answer in answers:
+        per_day[str(answer["createdAt"])[:10]]["answers"] += 1
+    for row in feedback:
+        day = per_day[answer_day.get(row["forId"]) or str(row["createdAt"])[:10]]
+        day["rated"] += 1
+        day["up" if int(row["value"]) == 1 else "down"] += 1
+
+    up = sum(1 for r in feedback if int(r["value"]) == 1)
+    down = len(feedback) - up
+    fresh = [a for a in answers if not a["cached"]]
+    ttfts = [float(a["ttft"]) for a in fresh if a["ttft"] is not None]
+    degradations: Counter[str] = Counter()
+    for answer in answers:
+        for component in json.loads(answer["degradations"] or "[]"):
+            degradations[component.split(":")[0]] += 1
+    answered_ids = {a["stepId"] for a in answers}
+    return {
+        "answers": len(answers),
+        "rated": len(feedback),
+        "rated_answers": sum(1 for r in feedback if r["forId"] in answered_ids),
+        "feedback_coverage": ratio(sum(1 for r in feedback if r["forId"] in answered_ids), len(answers)),
+        "thumbs_up": up,
+        "thumbs_down": down,
+        "satisfaction": ratio(up, up + down),
+        "per_day": [{"day": day, **counts, "satisfaction": ratio(counts["up"], counts["up"] + counts["down"])}
+                    for day, counts in sorted(per_day.items())],
+        "ttft_p50": percentile(ttfts, 50),
+        "ttft_p95": percentile(ttfts, 95),
+        "ttft_histogram": _histogram(ttfts),
+        "cached_answers": len(answers) - len(fresh),
+        "stage2_rate": ratio(sum(1 for a in fresh if a["stage2"]), len(fresh)),
+        "degraded_answers": sum(1 for a in answers if json.loads(a["degradations"] or "[]")),
+        "degradations": dict(degradations),
+        "unverified_citations": sum(int(a["unverified_citations"] or 0) for a in answers),
+        "offline_answers": sum(1 for a in answers if a["mode"] == "offline"),
+    }
+
+
+def _histogram(values: list[float]) -> list[dict]:
+    edges = [0, *TTFT_BUCKETS, float("inf")]
+    return [{"label": f"{lo:g}–{hi:g} 秒" if hi != float("inf") else f"≥{lo:g} 秒",
+             "count": sum(1 for v in values if lo <= v < hi)} for lo, hi in zip(edges, edges[1:])]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The page
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _bars(items: list[tuple[str, float, str]], max_value: float, color: str) -> str:
+    """A horizontal bar chart as inline SVG: (label, value, value text) per bar."""
+    if not items:
+        return '<p class="empty">暂无数据</p>'
+    row, width, label_w = 28, 560, 130
+    height = row * len(items) + 8
+    parts = [f'<svg viewBox="0 0 {width} {height}" width="100%" role="img">']
+    for i, (label, value, shown) in enumerate(items):
+        y = 4 + i * row
+        bar = 0 if not max_value else (width - label_w - 70) * value / max_value
+        parts.append(f'<text x="0" y="{y + 18}" font-size="13">{html.escape(label)}</text>'
+                     f'<rect x="{label_w}" y="{y + 4}" width="{bar:.1f}" height="18" rx="3" fill="{color}"/>'
+                     f'<text x="{label_w + bar + 6:.1f}" y="{y + 18}" font-size="13">{html.escape(shown)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:.1f}%"
+
+
+def _sec(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f} 秒"
+
+
+def render_page(m: dict) -> str:
+    days = [(d["day"], d["satisfaction"] or 0.0, f"{_pct(d['satisfaction'])}（{d['up']}👍/{d['down']}👎，"
+             f"{d['answers']} 个回答）") for d in m["per_day"]]
+    ttft = [(b["label"], b["count"], str(b["count"])) for b in m["ttft_histogram"]]
+    degraded = [(k, v, str(v)) for k, v in sorted(m["degradations"].items())]
+    cards = [
+        ("满意度", _pct(m["satisfaction"]), f"{m['thumbs_up']} 👍 / {m['thumbs_down']} 👎"),
+        ("获得反馈的回答", f"{m['rated_answers']} / {m['answers']}", f"覆盖率 {_pct(m['feedback_coverage'])}"),
+        ("首字时间 p50 / p95", f"{_sec(m['ttft_p50'])} / {_sec(m['ttft_p95'])}", f"不含缓存回答 {m['cached_answers']} 个"),
+        ("第二阶段检索比例", _pct(m["stage2_rate"]), "目标 < 20%"),
+        ("降级的回答", str(m["degraded_answers"]), f"未核验引文 {m['unverified_citations']} 条"),
+    ]
+    card_html = "".join(f'<div class="card"><div class="label">{html.escape(a)}</div><div class="value">'
+                        f'{html.escape(b)}</div><div class="note">{html.escape(c)}</div></div>' for a, b, c in cards)
+    return f"""<!doctype html>
+<html lang="zh-CN"><head><meta charset="utf-8"><title>ClinCite 满意度指标</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="/public/favicon.svg">
+<style>
+body {{ font-family: -apple-system, "PingFang SC", "Microsoft YaHei", "Noto Sans CJK SC", sans-serif; margin: 2rem;
+       color: #1f2937; background: #f8fafc; }}
+h1 {{ font-size: 1.5rem; }} h2 {{ font-size: 1.1rem; margin-top: 2rem; }}
+.cards {{ display: flex; flex-wrap: wrap; gap: 1rem; }}
+.card {{ background: white; border-radius: 10px; padding: 1rem 1.25rem; min-width: 180px;
+        box-shadow: 0 1px 3px rgba(0,0,0,.08); }}
+.label {{ color: #64748b; font-size: .85rem; }} .value {{ font-size: 1.6rem; font-weight: 600; margin: .25rem 0; }}
+.note {{ color: #64748b; font-size: .8rem; }} .chart {{ background: white; border-radius: 10px; padding: 1rem;
+        max-width: 760px; box-shadow: 0 1px 3px rgba(0,0,0,.08); }}
+.empty {{ color: #94a3b8; }} a {{ color: #0f766e; }}
+</style></head><body>
+<h1>ClinCite 满意度指标</h1>
+<p><a href="/">返回问答</a> · <a href="/metrics.json">JSON</a></p>
+<div class="cards">{card_html}</div>
+<h2>每日满意度</h2><div class="chart">{_bars(days, 1.0, "#0f766e")}</div>
+<h2>首字时间分布</h2><div class="chart">{_bars(ttft, max([c for _, c, _ in ttft] or [0]), "#2563eb")}</div>
+<h2>降级次数（按环节）</h2><div class="chart">{_bars(degraded, max([c for _, c, _ in degraded] or [0]), "#d97706")}</div>
+</body></html>"""
