@@ -1,0 +1,164 @@
+"""The Chainlit app in-process: what on_message sends for one question (steps, streamed report, source elements)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+
+import pytest
+
+from conftest import ROOT, TEST_MODEL
+
+
+class Captured:
+    def __init__(self):
+        self.events: list[tuple[str, dict | str]] = []
+
+    def of(self, kind: str) -> list:
+        return [payload for k, payload in self.events if k == kind]
+
+
+@pytest.fixture(scope="module")
+def app_module(kb_settings, sample_kb, tmp_path_factory):
+    """app.py loaded the way `chainlit run` loads it, on the session's sample KB, persistence off."""
+    data = tmp_path_factory.mktemp("app")
+    os.environ.update({"DATA_DIR": str(data), "KB_DIR": str(kb_settings.kb_dir), "EMBEDDING_MODEL": TEST_MODEL,
+                       "SEMANTIC_THRESHOLD": "0", "CHAINLIT_APP_ROOT": str(data)})
+    import chainlit.data
+    from chainlit.config import config, load_module
+
+    from settings import get_settings
+
+    get_settings.cache_clear()
+    target = str(ROOT / "app.py")
+    load_module(target)
+    app = sys.modules[target]
+    config.code.data_layer = None
+    chainlit.data._data_layer_initialized = False
+    yield app
+    for key in ("DATA_DIR", "KB_DIR", "EMBEDDING_MODEL", "SEMANTIC_THRESHOLD", "CHAINLIT_APP_ROOT"):
+        os.environ.pop(key, None)
+    get_settings.cache_clear()
+
+
+def use_context():
+    from chainlit.context import ChainlitContext, context_var
+    from chainlit.emitter import BaseChainlitEmitter
+    from chainlit.session import HTTPSession
+
+    session = HTTPSession(id=str(uuid.uuid4()), client_type="webapp", thread_id=str(uuid.uuid4()))
+    context_var.set(ChainlitContext(session, emitter=BaseChainlitEmitter(session)))
+
+
+async def ask(app_module, text: str, history=None) -> Captured:
+    """One turn through the registered handlers, with an emitter that records what would go to the browser."""
+    import chainlit as cl
+    from chainlit.config import config
+    from chainlit.context import ChainlitContext, context_var
+    from chainlit.emitter import BaseChainlitEmitter
+    from chainlit.session import HTTPSession
+
+    captured = Captured()
+
+    class CaptureEmitter(BaseChainlitEmitter):
+        async def send_step(self, step_dict):
+            captured.events.append(("step", dict(step_dict)))
+
+        async def update_step(self, step_dict):
+            captured.events.append(("update", dict(step_dict)))
+
+        async def stream_start(self, step_dict):
+            captured.events.append(("stream_start", dict(step_dict)))
+
+        async def send_token(self, id, token, is_sequence=False, is_input=False):
+            captured.events.append(("token", token))
+
+        async def send_element(self, element_dict):
+            captured.events.append(("element", dict(element_dict)))
+
+        async def send_toast(self, message, type="info"):
+            captured.events.append(("toast", message))
+
+        async def emit(self, event, data):
+            captured.events.append((event, data))
+
+    session = HTTPSession(id=str(uuid.uuid4()), client_type="webapp", thread_id=str(uuid.uuid4()))
+    context_var.set(ChainlitContext(session, emitter=CaptureEmitter(session)))
+    await config.code.on_chat_start()
+    if history is not None:
+        cl.user_session.set("history", list(history))
+    await config.code.on_message(cl.Message(content=text, type="user_message"))
+    return captured
+
+
+async def test_a_question_renders_steps_a_streamed_report_and_linked_sources(app_module):
+    captured = await ask(app_module, "低浓度阿托品控制近视的效果和副作用？")
+    steps = {s["name"]: s for s in captured.of("step") if s["type"] == "tool"}
+    assert {"问题分解", "检索", "相关性判断", "充分性判断"} <= set(steps)
+    assert "第二阶段检索" not in steps
+    children = [s for s in captured.of("step") if s.get("parentId") == steps["检索"]["id"]]
+    assert {c["name"] for c in children} == {"检索 q0", "检索 q1", "检索 q2"}
+    decomposition = [u for u in captured.of("update") if u["id"] == steps["问题分解"]["id"] and u.get("output")]
+    assert "低浓度阿托品控制近视的副作用" in decomposition[-1]["output"]
+
+    streamed = captured.of("stream_start")[0]["output"] + "".join(captured.of("token"))
+    assert streamed.startswith("> 离线演示模式")  # the report streamed before it was sent whole
+    assert len(captured.of("token")) >= 1
+    answers = [s for s in captured.of("step") if s["type"] == "assistant_message" and s["name"] == "ClinCite"]
+    assert len(answers) == 1
+    answer = answers[0]
+    assert "### 论据与来源" in answer["output"] and "引用核验" in answer["output"]
+
+    elements = captured.of("element")
+    names = [e["name"] for e in elements]
+    assert sorted(names) == sorted(f"【{i}】" for i in range(1, len(names) + 1)) and len(names) >= 3
+    for element in elements:
+        assert element["forId"] == answer["id"] and element["display"] == "side"
+        assert element["name"] in answer["output"]  # the marker in the report is the link
+    notices = [s["output"] for s in captured.of("step") if s["name"] == "系统提示"]
+    assert any("离线演示模式" in n for n in notices)
+
+
+async def test_unverified_quotes_are_marked_in_the_message_and_the_side_panel(app_module):
+    from citations import UNVERIFIED_LABEL
+    from models import Citation, QueryResult
+
+    result = QueryResult(
+        question="q", mode="llm", sub_queries=[], analyses=[], sufficiency=None, stage2_queries=[],
+        answer="**TL;DR：** x【1】\n\n### 论据与来源\n**【1】标题**\n说明：x\n来源：《甲》\n原文：“编造的句子”\n",
+        citations=[Citation(number=1, source="甲", quote="编造的句子", verified=False)],
+        timings={"ttft": 1.0, "total": 2.0}, usage={}, unverified_citations=1)
+    use_context()
+    content = app_module.final_content(result, [])
+    assert UNVERIFIED_LABEL in content and "1 条未能核验" in content
+    element = app_module.source_elements(result.citations, {})[0]
+    assert element.name == "【1】" and "未能在来源中逐字找到" in element.content
+
+
+async def test_a_follow_up_uses_the_threads_history(app_module):
+    import chainlit as cl
+
+    first = await ask(app_module, "低浓度阿托品控制近视的效果如何？")
+    assert first.of("element")
+    history = cl.user_session.get("history")
+    assert [t.role for t in history] == ["user", "assistant"]
+    follow_up = await ask(app_module, "那副作用呢？", history)
+    steps = [s for s in follow_up.of("update") if s.get("name") == "问题分解" and s.get("output")]
+    assert "低浓度阿托品" in steps[-1]["output"] and "副作用" in steps[-1]["output"]
+
+
+async def test_on_chat_resume_rebuilds_the_history_from_the_thread(app_module):
+    import chainlit as cl
+    from chainlit.config import config
+
+    thread = {"id": "t", "steps": [
+        {"type": "user_message", "name": "doctor", "output": "OK镜适合哪些孩子？"},
+        {"type": "assistant_message", "name": "系统提示", "output": "🧪 离线演示模式"},
+        {"type": "assistant_message", "name": "ClinCite", "output": "**TL;DR：** 8 岁以上……"},
+    ], "metadata": json.dumps({})}
+    use_context()
+    await config.code.on_chat_resume(thread)
+    history = cl.user_session.get("history")
+    assert [(t.role, t.content[:6]) for t in history] == [("user", "OK镜适合哪"), ("assistant", "**TL;D")]
