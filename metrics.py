@@ -95,7 +95,7 @@ def _bars(items: list[tuple[str, float, str]], max_value: float, color: str) -> 
     """A horizontal bar chart as inline SVG: (label, value, value text) per bar."""
     if not items:
         return '<p class="empty">暂无数据</p>'
-    row, width, label_w = 28, 560, 130
+    row, width, label_w = 28, 760, 120
     height = row * len(items) + 8
     parts = [f'<svg viewBox="0 0 {width} {height}" width="100%" role="img">']
     for i, (label, value, shown) in enumerate(items):
@@ -117,7 +117,7 @@ def _sec(value: float | None) -> str:
 
 
 def render_page(m: dict) -> str:
-    days = [(d["day"], d["satisfaction"] or 0.0, f"{_pct(d['satisfaction'])}（{d['up']}👍/{d['down']}👎，"
+    days = [(d["day"], d["satisfaction"] or 0.0, f"{_pct(d['satisfaction'])}（{d['up']}👍 {d['down']}👎 / "
              f"{d['answers']} 个回答）") for d in m["per_day"]]
     ttft = [(b["label"], b["count"], str(b["count"])) for b in m["ttft_histogram"]]
     degraded = [(k, v, str(v)) for k, v in sorted(m["degradations"].items())]
@@ -143,7 +143,7 @@ h1 {{ font-size: 1.5rem; }} h2 {{ font-size: 1.1rem; margin-top: 2rem; }}
         box-shadow: 0 1px 3px rgba(0,0,0,.08); }}
 .label {{ color: #64748b; font-size: .85rem; }} .value {{ font-size: 1.6rem; font-weight: 600; margin: .25rem 0; }}
 .note {{ color: #64748b; font-size: .8rem; }} .chart {{ background: white; border-radius: 10px; padding: 1rem;
-        max-width: 760px; box-shadow: 0 1px 3px rgba(0,0,0,.08); }}
+        max-width: 900px; box-shadow: 0 1px 3px rgba(0,0,0,.08); }}
 .empty {{ color: #94a3b8; }} a {{ color: #0f766e; }}
 </style></head><body>
 <h1>ClinCite 满意度指标</h1>

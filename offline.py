@@ -132,12 +132,12 @@ def decompose(prompt: str, max_sub_queries: int = 5) -> dict:
     question = _section(prompt, fmt.QUESTION, [])
     history = _section(prompt, fmt.HISTORY, [fmt.QUESTION])
     topic, aspects = split_aspects(question)
-    if len(topic) < MIN_TOPIC_CHARS or FOLLOW_UP_START.match(question.strip()):
-        previous = [line[3:] for line in history.splitlines() if line.startswith("用户：")]
-        if previous:
-            previous_topic, previous_aspects = split_aspects(previous[-1])
-            topic = previous_topic or topic
-            aspects = aspects or previous_aspects
+    previous = [line[3:] for line in history.splitlines() if line.startswith("用户：")]
+    if previous and (len(topic) < MIN_TOPIC_CHARS or FOLLOW_UP_START.match(question.strip())):
+        # A follow-up ("那副作用呢？", "那停药后会反弹吗？"): the subject comes from the last question.
+        previous_topic, _ = split_aspects(previous[-1])
+        rest = FOLLOW_UP_START.sub("", topic) if topic else ""
+        topic = previous_topic + (rest if not aspects else "")
     topic = topic or question.strip("？?。 ")
     drafts = [{"text": f"{topic}的{aspect}", "focus": focus_of(aspect)} for aspect in dict.fromkeys(aspects)]
     if not drafts:

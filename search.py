@@ -142,14 +142,12 @@ class EmbeddingUnavailable(RuntimeError):
 
 
 def embedding_fix_message(model: str, error: BaseException) -> str:
+    """What a clinic's IT person needs to read (in Chinese); the English details go to the log."""
     return (
-        f"语义检索不可用：无法加载向量模型 “{model}”（{type(error).__name__}: {error}）。当前仅使用 BM25 关键词检索。\n"
-        f"修复方法：在能联网的电脑上运行 "
-        f"`python -c \"from sentence_transformers import SentenceTransformer as S; S('{model}').save('bge-small-zh')\"`，"
-        f"把生成的 bge-small-zh 文件夹拷到本机，然后在 .env 中设置 EMBEDDING_MODEL=/该文件夹的/绝对路径，"
-        f"再运行 `python ingest.py sample_kb/`（或你的文档目录）补建向量。\n"
-        f"(Embedding model '{model}' could not be loaded; search is BM25-only. Download it on a machine with internet, "
-        f"copy the folder here and point EMBEDDING_MODEL at it.)"
+        f"语义检索不可用：无法加载向量模型 “{model}”（{type(error).__name__}: {error}），当前仅使用 BM25 关键词检索。"
+        f"修复方法：在能联网的电脑上运行 `python -c \"from sentence_transformers import SentenceTransformer as S; "
+        f"S('{model}').save('bge-small-zh')\"`，把生成的 bge-small-zh 文件夹拷到本机，在 .env 中设置 "
+        f"EMBEDDING_MODEL=该文件夹的绝对路径，然后运行 `python ingest.py 文档目录/` 补建向量。"
     )
 
 
@@ -182,7 +180,9 @@ class Embedder:
                 self._model = self._load_model()
             except Exception as exc:  # any load failure (no network, bad path, corrupt files) → BM25-only
                 self._error = EmbeddingUnavailable(embedding_fix_message(self.model_name, exc))
-                log.warning("Embedding model %r unavailable: %s", self.model_name, exc)
+                log.warning("Embedding model %r unavailable (%s: %s); search is BM25-only. Download it on a machine "
+                            "with internet, copy the folder here and point EMBEDDING_MODEL at it.",
+                            self.model_name, type(exc).__name__, exc)
                 raise self._error from exc
             return self._model
 

@@ -1,0 +1,183 @@
+"""The app in a real browser: Debian's Chromium driven by Playwright against `chainlit run app.py -h`.
+
+A clinician logs in, clicks a starter, watches the steps and the report, opens a cited passage, gives 👍 with a
+comment (found in the database and in /metrics.json); a second clinician cannot open the first one's thread.
+Screenshots of every step go to test-artifacts/browser/.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, TEST_MODEL, free_port
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+USERS = {"doctor_a": "password-a-123", "doctor_b": "password-b-456"}
+STARTER_LABEL = "低浓度阿托品"
+STARTER_QUESTION = "低浓度阿托品控制近视的效果和副作用？"
+
+if not Path(CHROMIUM).exists():
+    if os.environ.get("CI"):
+        pytest.fail(f"{CHROMIUM} is missing: .ci/run installs it with apt-get", pytrace=False)
+    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def app_server(tmp_path_factory):
+    """The app as a clinic would run it, on an empty data directory (the sample KB is ingested on first start)."""
+    data = tmp_path_factory.mktemp("browser-app")
+    port = free_port()
+    env = {key: value for key, value in os.environ.items() if key != "CI"}  # CI=true puts Chainlit in CI mode
+    env.update({"DATA_DIR": str(data), "EMBEDDING_MODEL": TEST_MODEL, "SEMANTIC_THRESHOLD": "0",
+                "CHAINLIT_AUTH_SECRET": "browser-test-secret-" + "x" * 40})
+    for name, password in USERS.items():
+        subprocess.run([sys.executable, "users.py", "add", name, "--password", password], cwd=ROOT, env=env,
+                       check=True, capture_output=True, timeout=60)
+    log = open(data / "server.log", "w")
+    chainlit = os.path.join(os.path.dirname(sys.executable), "chainlit")
+    server = subprocess.Popen([chainlit, "run", "app.py", "-h", "--host", "127.0.0.1", "--port", str(port)],
+                              cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(base + "/health", timeout=2)
+            break
+        except OSError:
+            if server.poll() is not None:
+                pytest.fail("the app exited:\n" + (data / "server.log").read_text())
+            time.sleep(0.5)
+    else:
+        server.kill()
+        pytest.fail("the app did not start:\n" + (data / "server.log").read_text())
+    yield base, data
+    server.terminate()
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def shot(page, name: str) -> None:
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def log_in(browser, base: str, user: str):
+    context = browser.new_context(locale="zh-CN", viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.goto(base)
+    page.fill("#email", user)
+    page.fill("#password", USERS[user])
+    page.click("button[type=submit]")
+    page.wait_for_selector("#starters", timeout=60_000)
+    return context, page
+
+
+def test_a_clinician_asks_reads_the_sources_and_rates_the_answer(app_server, browser):
+    from playwright.sync_api import expect
+
+    base, data = app_server
+    context, page = log_in(browser, base, "doctor_a")
+    shot(page, "01-logged-in-starters")
+
+    page.get_by_text(STARTER_LABEL, exact=True).click()
+    answer = page.locator(".step[data-step-type='assistant_message']").filter(has_text="论据与来源")
+    expect(answer).to_have_count(1, timeout=120_000)
+    expect(page.locator("#stop-button")).to_have_count(0, timeout=60_000)
+    expect(answer).to_contain_text("引用核验")
+    expect(answer).to_contain_text("TL;DR")
+    shot(page, "02-report")
+    thread_url = page.url
+    assert "/thread/" in thread_url
+
+    page.locator('[id="step-问题分解"]').first.click()
+    expect(page.get_by_text("低浓度阿托品控制近视的副作用").first).to_be_visible()
+    shot(page, "03-decomposition-step")
+
+    marker = answer.locator("a.element-link", has_text="【1】").first
+    expect(marker).to_be_visible()
+    marker.click()
+    side = page.locator("#side-view-content")
+    expect(side).to_contain_text("《低浓度阿托品临床应用指南（演示）》")
+    expect(side).to_contain_text("已在来源中逐字核验")
+    quote_start = answer.inner_text().split("原文：“", 1)[1][:12]  # the first quoted passage of the report
+    expect(side).to_contain_text(quote_start)
+    shot(page, "04-source-passage")
+
+    answer.locator(".positive-feedback-off").click()
+    page.locator("[role=dialog] textarea").fill("引用准确，节省时间")
+    page.locator("#submit-feedback").click()
+    expect(answer.locator(".positive-feedback-on")).to_have_count(1, timeout=20_000)
+    shot(page, "05-feedback-given")
+
+    deadline = time.time() + 20
+    rows = []
+    while time.time() < deadline and not rows:
+        with sqlite3.connect(data / "clincite.sqlite3") as db:
+            rows = db.execute("SELECT value, comment FROM feedbacks").fetchall()
+        time.sleep(0.3)
+    assert rows == [(1, "引用准确，节省时间")]
+
+    metrics = page.request.get(base + "/metrics.json").json()
+    assert metrics["answers"] == 1 and metrics["rated"] == 1 and metrics["thumbs_up"] == 1
+    assert metrics["satisfaction"] == 1.0 and metrics["ttft_p50"] is not None
+    page.goto(base + "/metrics")
+    expect(page.get_by_text("ClinCite 满意度指标")).to_be_visible()
+    expect(page.get_by_text("100.0%").first).to_be_visible()
+    shot(page, "06-metrics-page")
+
+    anonymous = browser.new_context()
+    assert anonymous.request.get(base + "/metrics.json").status == 401
+    anonymous.close()
+
+    # Resume the thread and ask a follow-up: the history travels with it.
+    page.goto(thread_url)
+    expect(page.get_by_text(STARTER_QUESTION).first).to_be_visible(timeout=30_000)
+    page.fill("textarea#chat-input", "那停药后会反弹吗？")
+    page.keyboard.press("Enter")
+    expect(page.locator(".step[data-step-type='assistant_message']").filter(has_text="论据与来源")).to_have_count(
+        2, timeout=120_000)
+    shot(page, "07-resumed-follow-up")
+    context.close()
+    pytest.first_thread_url = thread_url
+
+
+def test_another_clinician_cannot_open_that_thread(app_server, browser):
+    from playwright.sync_api import expect
+
+    base, _ = app_server
+    thread_url = getattr(pytest, "first_thread_url", None)
+    assert thread_url, "runs after the first browser test"
+    context, page = log_in(browser, base, "doctor_b")
+    expect(page.locator("#thread-history")).not_to_contain_text("低浓度阿托品")
+    page.goto(thread_url)
+    page.wait_for_timeout(3000)
+    assert STARTER_QUESTION not in page.locator("body").inner_text()
+    thread_id = thread_url.rsplit("/", 1)[1]
+    response = page.request.get(f"{base}/project/thread/{thread_id}")
+    assert response.status in (401, 403, 404)
+    shot(page, "08-other-user-blocked")
+    context.close()
