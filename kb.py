@@ -260,10 +260,10 @@ class VectorStore:
 
     def query(self, embeddings: list[list[float]], k: int) -> list[list[tuple[str, float]]]:
         """Top-k (chunk id, cosine similarity) per query embedding."""
-        total = self.count()
-        if total == 0 or not embeddings:
-            return [[] for _ in embeddings]
-        result = self.collection.query(query_embeddings=embeddings, n_results=min(k, total), include=["distances"])
+        if not embeddings:
+            return []
+        # Chroma 1.5 returns what it has when k exceeds the collection: no count() round trip per query.
+        result = self.collection.query(query_embeddings=embeddings, n_results=k, include=["distances"])
         return [
             [(cid, 1.0 - float(dist)) for cid, dist in zip(ids, dists)]
             for ids, dists in zip(result["ids"], result["distances"])

@@ -23,6 +23,7 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from agents import (Agents, answer_prompt, build_agents, decomposition_prompt, display_source, judge_prompt,
                     sufficiency_prompt)
@@ -38,6 +39,7 @@ from settings import Settings, get_settings
 
 log = logging.getLogger("clincite.query")
 
+Pipeline = Literal["overlapped", "stage_serial", "serial"]
 FALLBACK_EXTRACTS = 2  # a failed judge hands on its sub-query's top hits, unjudged
 ANSWER_REPLAY_PIECE = 40  # characters per token event when a cached or fallback report is replayed
 Emit = Callable[[Event], None]
@@ -119,12 +121,12 @@ class TwoStageQueryService:
     """Four agents over hybrid search; `run()` yields events, `ask()` returns the final result."""
 
     def __init__(self, settings: Settings | None = None, searcher: HybridSearcher | None = None,
-                 agents: Agents | None = None, speculative: bool = True, overlap: bool = True):
+                 agents: Agents | None = None, pipeline: Pipeline = "overlapped"):
         self.settings = settings or get_settings()
         self.searcher = searcher or HybridSearcher(self.settings)
         self._agents = agents
-        self.speculative = speculative  # answer generation concurrent with the sufficiency judge
-        self.overlap = overlap  # False: every stage waits for the previous one (the benchmark's serial baseline)
+        # "overlapped" is the product; the two baselines exist so the benchmark can run (not estimate) them.
+        self.pipeline = pipeline
         self._cache: OrderedDict[str, list[Event]] = OrderedDict()
 
     @property
@@ -197,13 +199,14 @@ class TwoStageQueryService:
             state.emit(NoticeEvent(kind="empty_kb", message="知识库为空：请先运行 `python ingest.py 文档目录/` 导入指南文档。"))
 
         search_state = SearchStageState(question=state.question, history=state.history)
-        sub_queries, stage1 = await (self._stage1_overlapped(state) if self.overlap else self._stage1_serial(state))
+        stage1_runner = self._stage1_overlapped if self.pipeline == "overlapped" else self._stage1_serial
+        sub_queries, stage1 = await stage1_runner(state)
         search_state.stage1_sub_queries = sub_queries
         search_state.stage1_analyses = stage1
 
         gate = AnswerGate(open_=False, emit_token=lambda t: state.emit(AnswerToken(text=t)))
         speculative = None
-        if self.speculative and self.overlap:
+        if self.pipeline == "overlapped":
             speculative = asyncio.create_task(self._generate_answer(state, stage1, gate))
         verdict = await self._sufficiency(state, stage1)
 
@@ -236,12 +239,15 @@ class TwoStageQueryService:
         return sub_queries, list(await asyncio.gather(*tasks))
 
     async def _stage1_serial(self, state: RunState) -> tuple[list[SubQuery], list[SubQueryAnalysis]]:
-        """The baseline: decomposition, then all searches, then all judges."""
+        """A baseline: decomposition, then all searches, then the judges (together, or one by one in "serial")."""
         sub_queries = [sq async for sq in self._decompose(state, stream=False)]
         state.emit(DecompositionReady(sub_queries=sub_queries))
         every = [SubQuery(id="q0", text=state.question, focus="原问题"), *sub_queries]
         hits = await self._search_batch(state, every, stage=1)
-        return sub_queries, list(await asyncio.gather(*(self._judge(state, sq, h, 1) for sq, h in zip(every, hits))))
+        judgements = [self._judge(state, sq, h, 1) for sq, h in zip(every, hits)]
+        if self.pipeline == "serial":
+            return sub_queries, [await judgement for judgement in judgements]
+        return sub_queries, list(await asyncio.gather(*judgements))
 
     async def _stage2(self, state: RunState, sub_queries: list[SubQuery]) -> list[SubQueryAnalysis]:
         started = state.elapsed()
@@ -249,7 +255,11 @@ class TwoStageQueryService:
         state.emit(Stage2Started(sub_queries=sub_queries))
         hits = await self._search_batch(state, sub_queries, stage=2)
         fresh = [[h for h in hs if h.chunk_id not in state.judged_chunks] for hs in hits]  # judged once only
-        analyses = await asyncio.gather(*(self._judge(state, sq, h, 2) for sq, h in zip(sub_queries, fresh)))
+        judgements = [self._judge(state, sq, h, 2) for sq, h in zip(sub_queries, fresh)]
+        if self.pipeline == "serial":
+            analyses = [await judgement for judgement in judgements]
+        else:
+            analyses = await asyncio.gather(*judgements)
         self._finish(state, "stage2", started)
         return list(analyses)
 
@@ -367,12 +377,18 @@ class TwoStageQueryService:
         try:
             async with asyncio.timeout(self.settings.answer_generation.timeout):
                 async with agent.run_stream(answer_prompt(state.question, state.history, analyses)) as stream:
-                    async for delta in stream.stream_text(delta=True, debounce_by=None):
-                        if not announced:
-                            announced = True
-                            await self._announce_answer(state, gate)
-                        text += delta
-                        gate.token(delta)
+                    deltas = stream.stream_text(delta=True, debounce_by=None)
+                    try:
+                        async for delta in deltas:
+                            if not announced:
+                                announced = True
+                                await self._announce_answer(state, gate)
+                            text += delta
+                            gate.token(delta)
+                    finally:
+                        # Closed here, inside the run's context: left to the garbage collector, a cancelled
+                        # stream's generators log "generator didn't stop after athrow()".
+                        await deltas.aclose()
                     state.add_usage("answer_generation", stream.usage)
         except asyncio.CancelledError:
             raise

@@ -81,7 +81,6 @@ class Tokenizer:
             if stopfile.exists() else set()
         )
         self.synonyms = load_synonyms(lexicon_dir / "synonyms.json")
-        self._lock = threading.Lock()  # jieba's Tokenizer mutates caches on first use of a word
 
     def tokenize(self, text: str) -> list[str]:
         tokens = []
@@ -221,20 +220,20 @@ class Embedder:
     def encode_queries(self, queries: list[str]) -> np.ndarray:
         """One batched call for all queries not in the cache."""
         with self._cache_lock:
-            missing = list(dict.fromkeys(q for q in queries if q not in self._cache))
+            known = {q: self._cache[q] for q in queries if q in self._cache}
+        missing = list(dict.fromkeys(q for q in queries if q not in known))
         if missing:
             model = self.load()
             vectors = model.encode([self.query_instruction + q for q in missing], batch_size=self.batch_size,
                                    normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-            with self._cache_lock:
-                for q, v in zip(missing, vectors):
-                    self._cache[q] = v
-                while len(self._cache) > QUERY_CACHE_SIZE:
-                    self._cache.popitem(last=False)
+            known.update(zip(missing, vectors))
         with self._cache_lock:
             for q in queries:
+                self._cache[q] = known[q]
                 self._cache.move_to_end(q)
-            return np.stack([self._cache[q] for q in queries]) if queries else np.zeros((0, 0))
+            while len(self._cache) > QUERY_CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return np.stack([known[q] for q in queries]) if queries else np.zeros((0, 0))
 
 
 def _offline_hub() -> bool:

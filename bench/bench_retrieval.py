@@ -1,11 +1,12 @@
 """Retrieval benchmark of ClinCite: ingest throughput, reopen time, query latency and memory at growing KB sizes.
 
-    python bench/bench_retrieval.py                          # sizes 1000,10000,100000, 200 queries (~15-25 min)
-    python bench/bench_retrieval.py --quick                  # sizes 1000,10000, 50 queries (~2-3 min)
+    python bench/bench_retrieval.py                          # sizes 1000,10000,100000, 200 queries (~6 min here)
+    python bench/bench_retrieval.py --quick                  # sizes 1000,10000, 50 queries (~1.5 min)
     python bench/bench_retrieval.py --sizes 5000 --queries 100 --json
 
 It prints figures; it asserts nothing. The corpus is synthetic Chinese ophthalmology text (seeded RNG): chunks of
-~400 characters drawn from the domain terms of lexicon/userdict.txt mixed with common words, 20 chunks per document.
+~400 characters drawn from the domain terms of lexicon/userdict.txt mixed with common words (with the word
+frequencies of sample_kb/), 20 chunks per document.
 Every size runs in its own subprocess so peak memory (RSS high-water mark) does not accumulate across sizes.
 
 Per size:

@@ -15,6 +15,7 @@ Faults and latency are injected per agent:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import offline
@@ -27,9 +28,25 @@ MODEL_PREFIX = "fake-"
 
 @dataclass
 class AgentLatency:
+    """One agent's simulated speed: its replies take ttft + output_tokens / tokens_per_second, whatever they say."""
+
     ttft: float = 0.0  # seconds to first token
-    tokens_per_second: float = 0.0  # 0 = instant
-    output_chars: int = 0  # pad the answer to this many characters (a realistic report length)
+    tokens_per_second: float = 80.0
+    output_tokens: int = 0  # 0: pace by the reply's real length
+    chars_per_token: float = 1.5
+
+    def seconds(self) -> float:
+        """The simulated duration of one complete reply."""
+        return self.ttft + (self.output_tokens / self.tokens_per_second if self.output_tokens else 0.0)
+
+    def apply(self, reply: Reply, stream: bool) -> Reply:
+        text = reply.content if reply.content is not None else json.dumps(reply.output, ensure_ascii=False)
+        real_tokens = max(len(text) / self.chars_per_token, 1.0)
+        tokens = self.output_tokens or real_tokens
+        if stream:  # the server paces a stream by characters: scale the speed so the whole reply takes `tokens`
+            return replace(reply, ttft=self.ttft, tokens_per_second=self.tokens_per_second * real_tokens / tokens)
+        return replace(reply, ttft=self.ttft, tokens_per_second=self.tokens_per_second,
+                       completion_tokens=int(tokens))
 
 
 @dataclass
@@ -38,7 +55,7 @@ class ClinicalLLM:
     always: dict[str, Reply] = field(default_factory=dict)  # applied to every request of that agent
     latency: dict[str, AgentLatency] = field(default_factory=dict)
     verdict: dict | None = None  # force the sufficiency judge's output
-    insufficient_when: str | None = None  # questions containing this get an "insufficient" verdict
+    insufficient: Callable[[str], bool] | None = None  # questions for which the sufficiency judge asks for stage 2
     calls: dict[str, int] = field(default_factory=lambda: {a: 0 for a in AGENTS})
 
     def __call__(self, request: ChatRequest) -> Reply:
@@ -48,7 +65,7 @@ class ClinicalLLM:
         reply = self._normal_reply(agent, prompt)
         latency = self.latency.get(agent)
         if latency:
-            reply = replace(reply, ttft=latency.ttft, tokens_per_second=latency.tokens_per_second)
+            reply = latency.apply(reply, request.stream)
         queued = self.script.get(agent)
         override = queued.pop(0) if queued else None
         override = override or self.always.get(agent)
@@ -63,17 +80,13 @@ class ClinicalLLM:
             return Reply(output=offline.judge(prompt))
         if agent == "sufficiency_judge":
             return Reply(output=self._verdict(prompt))
-        report = offline.assemble_report(prompt, notice=False)
-        padding = self.latency.get(agent, AgentLatency()).output_chars - len(report)
-        if padding > 0:  # a real report is longer than the extractive one; pad the explanation lines
-            report += "\n" + ("补充说明：以上结论仅依据所列原文。" * (padding // 16 + 1))[:padding]
-        return Reply(content=report)
+        return Reply(content=offline.assemble_report(prompt, notice=False))
 
     def _verdict(self, prompt: str) -> dict:
         if self.verdict is not None:
             return self.verdict
         question = offline._section(prompt, "【原始问题】", ["【子查询分析】"])
-        if self.insufficient_when and self.insufficient_when in question:
+        if self.insufficient and self.insufficient(question):
             return {"sufficient": False, "confidence": "medium", "covered_aspects": [],
                     "missing_key_aspects": ["长期安全性"], "reasoning": "缺少长期安全性证据。",
                     "additional_sub_queries": [{"text": f"{question.strip('？?')}的长期安全性", "focus": "不良反应"},
