@@ -32,8 +32,8 @@ def ratio(part: int, whole: int) -> float | None:
 
 async def compute_metrics(layer: ClinCiteDataLayer) -> dict:
     answers = await layer.query(
-        'SELECT "stepId", "createdAt", ttft, total, cached, stage2, degradations, unverified_citations, mode '
-        "FROM answer_records")
+        'SELECT "stepId", "createdAt", ttft, total, cached, stage2, degradations, unverified_citations, mode, '
+        "timings FROM answer_records")
     rows = await layer.query('SELECT id, "forId", value, "createdAt" FROM feedbacks ORDER BY "createdAt"')
     latest: dict[str, dict] = {}
     for row in rows:  # a changed rating replaces the earlier one for the same answer
@@ -71,6 +71,7 @@ async def compute_metrics(layer: ClinCiteDataLayer) -> dict:
         "ttft_p50": percentile(ttfts, 50),
         "ttft_p95": percentile(ttfts, 95),
         "ttft_histogram": _histogram(ttfts),
+        "stage_seconds_p50": _stage_p50(fresh),
         "cached_answers": len(answers) - len(fresh),
         "stage2_rate": ratio(sum(1 for a in fresh if a["stage2"]), len(fresh)),
         "degraded_answers": sum(1 for a in answers if json.loads(a["degradations"] or "[]")),
@@ -78,6 +79,16 @@ async def compute_metrics(layer: ClinCiteDataLayer) -> dict:
         "unverified_citations": sum(int(a["unverified_citations"] or 0) for a in answers),
         "offline_answers": sum(1 for a in answers if a["mode"] == "offline"),
     }
+
+
+STAGES = {"decomposition": "问题分解", "search": "检索", "judgement": "相关性判断", "sufficiency": "充分性判断",
+          "stage2": "第二阶段检索", "answer": "生成回答（全文）", "ttft": "首字"}
+
+
+def _stage_p50(answers: list[dict]) -> dict[str, float | None]:
+    """Where time goes: the median seconds of each stage over fresh (not cached) answers."""
+    timings = [json.loads(a["timings"] or "{}") for a in answers]
+    return {stage: percentile([t[stage] for t in timings if stage in t], 50) for stage in STAGES}
 
 
 def _histogram(values: list[float]) -> list[dict]:
@@ -121,6 +132,7 @@ def render_page(m: dict) -> str:
              f"{d['answers']} 个回答）") for d in m["per_day"]]
     ttft = [(b["label"], b["count"], str(b["count"])) for b in m["ttft_histogram"]]
     degraded = [(k, v, str(v)) for k, v in sorted(m["degradations"].items())]
+    stages = [(STAGES[k], v, f"{v:.2f} 秒") for k, v in m["stage_seconds_p50"].items() if v is not None]
     cards = [
         ("满意度", _pct(m["satisfaction"]), f"{m['thumbs_up']} 👍 / {m['thumbs_down']} 👎"),
         ("获得反馈的回答", f"{m['rated_answers']} / {m['answers']}", f"覆盖率 {_pct(m['feedback_coverage'])}"),
@@ -151,5 +163,6 @@ h1 {{ font-size: 1.5rem; }} h2 {{ font-size: 1.1rem; margin-top: 2rem; }}
 <div class="cards">{card_html}</div>
 <h2>每日满意度</h2><div class="chart">{_bars(days, 1.0, "#0f766e")}</div>
 <h2>首字时间分布</h2><div class="chart">{_bars(ttft, max([c for _, c, _ in ttft] or [0]), "#2563eb")}</div>
+<h2>各环节耗时（中位数）</h2><div class="chart">{_bars(stages, max([v for _, v, _ in stages] or [0]), "#7c3aed")}</div>
 <h2>降级次数（按环节）</h2><div class="chart">{_bars(degraded, max([c for _, c, _ in degraded] or [0]), "#d97706")}</div>
 </body></html>"""

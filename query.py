@@ -94,11 +94,14 @@ class AnswerGate:
         self._open = open_
         self._emit_token = emit_token
         self._held: list[str] = []
+        self.dropped = False
         self.released = asyncio.Event()
         if open_:
             self.released.set()
 
     def token(self, text: str) -> None:
+        if self.dropped:
+            return
         if self._open:
             self._emit_token(text)
         else:
@@ -109,6 +112,12 @@ class AnswerGate:
         if self._held:
             self._emit_token("".join(self._held))
             self._held.clear()
+        self.released.set()
+
+    def drop(self) -> None:
+        """The verdict wants stage 2: forget what was held; the generator stops at its next token."""
+        self.dropped = True
+        self._held.clear()
         self.released.set()
 
 
@@ -145,9 +154,8 @@ class TwoStageQueryService:
         return self.searcher.kb
 
     async def warm_up(self) -> None:
-        """jieba, BM25, Chroma, the embedding model and the agents, ready before the first question."""
-        await asyncio.to_thread(self.searcher.warm_up)
-        _ = self.agents
+        """jieba, BM25, Chroma, the embedding model, the agents and the HTTP connection, before the first question."""
+        await asyncio.gather(asyncio.to_thread(self.searcher.warm_up), self.agents.open_connection())
 
     async def ask(self, question: str, history: list[ChatTurn] | None = None) -> QueryResult:
         result = None
@@ -216,14 +224,16 @@ class TwoStageQueryService:
             gate.release()
             answer = await speculative
         else:
-            if speculative is not None:
-                speculative.cancel()  # its held tokens are dropped with it: never shown, never stored
-                await asyncio.gather(speculative, return_exceptions=True)
+            gate.drop()  # the speculative answer is never shown nor stored; it stops at its next token
             search_state.needs_stage2 = True
             search_state.stage2_sub_queries = verdict.additional_sub_queries
             search_state.stage2_analyses = await self._stage2(state, verdict.additional_sub_queries)
             final_gate = AnswerGate(open_=True, emit_token=gate._emit_token)
             answer = await self._generate_answer(state, search_state.analyses, final_gate)
+            if speculative is not None:
+                if not speculative.done():
+                    speculative.cancel()
+                await asyncio.gather(speculative, return_exceptions=True)
 
         state.emit(AnswerDone(result=self._result(state, search_state, verdict, answer)))
 
@@ -380,6 +390,8 @@ class TwoStageQueryService:
                     deltas = stream.stream_text(delta=True, debounce_by=None)
                     try:
                         async for delta in deltas:
+                            if gate.dropped:  # leave the stream the orderly way, inside its own task
+                                break
                             if not announced:
                                 announced = True
                                 await self._announce_answer(state, gate)
@@ -393,6 +405,8 @@ class TwoStageQueryService:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            if gate.dropped:
+                return ""
             if not announced:
                 await self._announce_answer(state, gate)
             if text:
@@ -406,13 +420,15 @@ class TwoStageQueryService:
                 gate.token(tail[i:i + ANSWER_REPLAY_PIECE])
             text += tail
         await gate.released.wait()
+        if gate.dropped:
+            return ""
         self._finish(state, "answer", started)
         return text
 
     async def _announce_answer(self, state: RunState, gate: AnswerGate) -> None:
         # The answer step starts for the user when its tokens can be shown, not while it is still speculative.
         await gate.released.wait()
-        if "answer_started" not in state.timings:
+        if not gate.dropped and "answer_started" not in state.timings:
             state.timings["answer_started"] = round(state.elapsed(), 3)
             state.emit(StageStarted(stage="answer", label=STAGE_LABELS["answer"]))
 

@@ -162,3 +162,22 @@ async def test_on_chat_resume_rebuilds_the_history_from_the_thread(app_module):
     await config.code.on_chat_resume(thread)
     history = cl.user_session.get("history")
     assert [(t.role, t.content[:6]) for t in history] == [("user", "OK镜适合哪"), ("assistant", "**TL;D")]
+
+
+async def test_a_dropped_speculative_answer_never_reaches_the_message(app_module):
+    """An "insufficient" verdict: the speculative report is neither streamed nor stored."""
+    from test_query import insufficient, structured, text_model
+
+    agents = app_module.service.agents
+
+    def pieces(prompt, call):
+        return ["SPECULATIVE ", "草稿"] if call == 1 else ["**TL;DR：** 第二阶段之后的回答。"]
+
+    with agents.sufficiency_judge.override(model=structured(insufficient, delay=0.3)), \
+            agents.answer_generation.override(model=text_model(pieces)):
+        captured = await ask(app_module, "阿托品停药后会怎样？")
+    sent = [s for s in captured.of("step") if s["type"] == "assistant_message" and s["name"] == "ClinCite"]
+    streamed = "".join(s["output"] for s in captured.of("stream_start")) + "".join(captured.of("token"))
+    assert len(sent) == 1 and "第二阶段之后的回答" in sent[0]["output"]
+    assert "SPECULATIVE" not in sent[0]["output"] and "SPECULATIVE" not in streamed
+    assert any(s["name"] == "第二阶段检索" for s in captured.of("step"))

@@ -57,6 +57,16 @@ async def test_search_many_keeps_queries_apart_and_deduplicates(searcher):
         assert len(hits) <= searcher.settings.bm25_top_k + searcher.settings.semantic_top_k
 
 
+def test_query_embedding_cache_stays_bounded(searcher, monkeypatch):
+    import search
+
+    monkeypatch.setattr(search, "QUERY_CACHE_SIZE", 2)
+    embedder = Embedder(searcher.embedder.model_name)
+    embedder._model = searcher.embedder.load()  # share the loaded model, not its cache
+    vectors = embedder.encode_queries(["角膜塑形镜", "阿托品", "红光", "眼轴"])  # more than the cache holds
+    assert vectors.shape[0] == 4 and len(embedder._cache) == 2
+
+
 def test_query_embeddings_are_cached(searcher):
     embedder = searcher.embedder
     first = embedder.encode_queries(["散瞳验光的意义"])

@@ -1,0 +1,153 @@
+"""The app's persistence on real databases: SQLite always, PostgreSQL when its server binaries are installed."""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+
+import pytest
+from chainlit.types import Feedback
+from chainlit.user import User
+
+from conftest import free_port, make_settings
+from datalayer import ClinCiteDataLayer, ensure_schema
+from metrics import compute_metrics, render_page
+from models import AgentUsage, Degradation, QueryResult
+
+
+def postgres_binaries() -> str | None:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    return os.path.dirname(found[-1]) if found and shutil.which("runuser") else None
+
+
+@pytest.fixture(scope="module")
+def postgres_url():
+    """A throw-away PostgreSQL cluster on a free localhost port, run as the postgres system user."""
+    bin_dir = postgres_binaries()
+    if bin_dir is None or os.geteuid() != 0:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL server binaries are missing: .ci/run installs them with apt-get", pytrace=False)
+        pytest.skip("PostgreSQL server not installed (apt-get install -y postgresql)")
+    root = tempfile.mkdtemp(prefix="clincite-pg-")
+    shutil.chown(root, "postgres")
+    port = free_port()
+    as_postgres = ["runuser", "-u", "postgres", "--"]
+    subprocess.run([*as_postgres, f"{bin_dir}/initdb", "-D", f"{root}/data", "-A", "trust", "-U", "postgres",
+                    "-E", "UTF8"], check=True, capture_output=True, timeout=120)
+    subprocess.run([*as_postgres, f"{bin_dir}/pg_ctl", "-D", f"{root}/data", "-l", f"{root}/log", "-w", "-o",
+                    f"-p {port} -k {root} -c listen_addresses=127.0.0.1", "start"], check=True, capture_output=True,
+                   timeout=120)
+    yield f"postgresql+asyncpg://postgres@127.0.0.1:{port}/postgres"
+    subprocess.run([*as_postgres, f"{bin_dir}/pg_ctl", "-D", f"{root}/data", "-m", "fast", "stop"],
+                   capture_output=True, timeout=60)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def answer(question: str, ttft: float, stage2: bool = False, degraded: bool = False) -> QueryResult:
+    return QueryResult(
+        question=question, mode="llm", sub_queries=[], analyses=[], sufficiency=None,
+        stage2_queries=[{"id": "s2-1", "text": "x"}] if stage2 else [], answer="**TL;DR：** …", citations=[],
+        timings={"ttft": ttft, "total": ttft + 3}, usage={"answer_generation": AgentUsage(requests=1,
+                                                                                          output_tokens=300)},
+        degradations=[Degradation(component="judge:q1", message="…")] if degraded else [])
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def layer(request, tmp_path):
+    url = None
+    if request.param == "postgresql":
+        url = request.getfixturevalue("postgres_url")
+        from sqlalchemy import text
+        from sqlalchemy.ext.asyncio import create_async_engine
+
+        engine = create_async_engine(url)  # a clean slate for each test
+        async with engine.begin() as connection:
+            for table in ("answer_records", "feedbacks", "elements", "steps", "threads", "users"):
+                await connection.execute(text(f"DROP TABLE IF EXISTS {table} CASCADE"))
+        await engine.dispose()
+    settings = make_settings(tmp_path, database_url=url)
+    await ensure_schema(settings.db_url)
+    await ensure_schema(settings.db_url)  # idempotent: every start runs it
+    data_layer = ClinCiteDataLayer(settings)
+    yield data_layer
+    await data_layer.engine.dispose()
+
+
+async def make_thread(layer: ClinCiteDataLayer, user: str) -> str:
+    persisted = await layer.create_user(User(identifier=user))
+    thread_id = str(uuid.uuid4())
+    await layer.update_thread(thread_id, name="问题", user_id=persisted.id)
+    return thread_id
+
+
+async def test_answers_and_feedback_make_the_satisfaction_metrics(layer):
+    thread = await make_thread(layer, "doctor_a")
+    steps = [str(uuid.uuid4()) for _ in range(4)]
+    for step, (ttft, stage2, degraded) in zip(steps, [(1.0, False, False), (2.0, True, False), (3.0, False, True),
+                                                       (4.0, False, False)]):
+        await layer.record_answer(answer("问", ttft, stage2, degraded), step, thread, "doctor_a")
+    await layer.upsert_feedback(Feedback(forId=steps[0], value=1, threadId=thread, comment="准确"))
+    await layer.upsert_feedback(Feedback(forId=steps[1], value=1, threadId=thread))
+    changed = await layer.upsert_feedback(Feedback(forId=steps[2], value=1, threadId=thread))
+    await layer.upsert_feedback(Feedback(id=changed, forId=steps[2], value=0, threadId=thread))  # changed mind
+
+    m = await compute_metrics(layer)
+    assert (m["answers"], m["rated"], m["thumbs_up"], m["thumbs_down"]) == (4, 3, 2, 1)
+    assert m["satisfaction"] == pytest.approx(2 / 3, abs=1e-3)
+    assert m["feedback_coverage"] == 0.75
+    assert m["ttft_p50"] == 2.5 and m["ttft_p95"] == pytest.approx(3.85)
+    assert m["stage2_rate"] == 0.25
+    assert m["degradations"] == {"judge": 1} and m["degraded_answers"] == 1
+    assert len(m["per_day"]) == 1 and m["per_day"][0]["rated"] == 3
+    page = render_page(m)
+    assert "66.7%" in page and "<svg" in page and "3 / 4" in page
+    rows = await layer.query('SELECT comment FROM feedbacks WHERE "forId" = :f', {"f": steps[0]})
+    assert rows == [{"comment": "准确"}]
+
+
+async def test_feedback_is_never_lost_even_when_the_database_refuses_it(layer):
+    from sqlalchemy import text
+
+    async with layer.engine.begin() as connection:
+        await connection.execute(text("DROP TABLE feedbacks"))
+    feedback_id = await layer.upsert_feedback(Feedback(forId="step-1", value=0, threadId="t", comment="引用有误"))
+    assert feedback_id
+    kept = layer.fallback_file.read_text(encoding="utf-8")
+    assert "引用有误" in kept and "step-1" in kept
+
+
+async def test_concurrent_step_writes_keep_the_final_output(layer):
+    """Chainlit sends a step empty and updates it later as separate tasks; the final output must win."""
+    from chainlit.context import ChainlitContext, context_var
+    from chainlit.emitter import BaseChainlitEmitter
+    from chainlit.session import HTTPSession
+
+    session = HTTPSession(id=str(uuid.uuid4()), client_type="webapp", thread_id=str(uuid.uuid4()))
+    context_var.set(ChainlitContext(session, emitter=BaseChainlitEmitter(session)))  # Chainlit's writes need one
+    thread = await make_thread(layer, "doctor_b")
+    ids = [str(uuid.uuid4()) for _ in range(20)]
+
+    def step(step_id: str, output: str) -> dict:
+        return {"id": step_id, "threadId": thread, "name": "检索", "type": "tool", "streaming": False,
+                "output": output, "createdAt": "2026-11-21T00:00:00Z"}
+
+    tasks = []
+    for step_id in ids:
+        tasks.append(asyncio.create_task(layer.create_step(step(step_id, ""))))
+        tasks.append(asyncio.create_task(layer.update_step(step(step_id, "最终输出"))))
+    await asyncio.gather(*tasks)
+    rows = await layer.query('SELECT output FROM steps WHERE "threadId" = :t', {"t": thread})
+    assert len(rows) == 20 and all(r["output"] == "最终输出" for r in rows)
+
+
+async def test_source_passages_are_stored_for_resumed_threads(layer):
+    path = layer.storage_provider.path("user-1/element-1/【1】")
+    stored = await layer.storage_provider.upload_file("user-1/element-1/【1】", "《来源》原文", "text/plain")
+    assert stored["url"].endswith("user-1/element-1/【1】") and path.read_text(encoding="utf-8") == "《来源》原文"
+    with pytest.raises(ValueError):
+        layer.storage_provider.path("../../etc/passwd")
