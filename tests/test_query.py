@@ -31,23 +31,20 @@ def last_prompt(messages) -> str:
 def structured(build, delay: float = 0.0, fail: Exception | None = None, calls: list | None = None) -> FunctionModel:
     """A FunctionModel answering through the output tool with build(prompt); optional latency, failure, call log."""
 
-    async def respond(messages, info: AgentInfo) -> ModelResponse:
+    async def answer(messages) -> dict:
         prompt = last_prompt(messages)
         if calls is not None:
             calls.append(prompt)
         await asyncio.sleep(delay)
         if fail:
             raise fail
-        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, build(prompt))])
+        return build(prompt)
+
+    async def respond(messages, info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, await answer(messages))])
 
     async def stream(messages, info: AgentInfo):
-        prompt = last_prompt(messages)
-        if calls is not None:
-            calls.append(prompt)
-        await asyncio.sleep(delay)
-        if fail:
-            raise fail
-        payload = json.dumps(build(prompt), ensure_ascii=False)
+        payload = json.dumps(await answer(messages), ensure_ascii=False)
         yield {0: DeltaToolCall(name=info.output_tools[0].name, tool_call_id="t")}
         for i in range(0, len(payload), 10):
             yield {0: DeltaToolCall(json_args=payload[i:i + 10])}
