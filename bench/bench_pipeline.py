@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from fake_clinical_llm import AgentLatency, ClinicalLLM, llm_settings  # noqa: E402
+from fake_clinical_llm import DEFAULT_OUTPUT_TOKENS, AgentLatency, ClinicalLLM, llm_settings  # noqa: E402
 from fake_openai_server import FakeOpenAIServer, LatencyProfile  # noqa: E402
 from ingest import Ingestor  # noqa: E402
 from kb import KnowledgeBase  # noqa: E402
@@ -77,10 +77,10 @@ QUICK = [0, 1, 2, 4, 7]
 class Profile:
     ttft: float = 0.5
     tps: float = 80.0
-    decomposition_tokens: int = 32  # 2–3 short sub-queries as JSON
-    judge_tokens: int = 56  # one verbatim sentence, a one-line sub-answer, confidence
-    sufficiency_tokens: int = 28  # a verdict with one line of reasoning
-    answer_tokens: int = 480  # TL;DR, conclusion, 3–4 quoted evidence items
+    decomposition_tokens: int = DEFAULT_OUTPUT_TOKENS["decomposition"]
+    judge_tokens: int = DEFAULT_OUTPUT_TOKENS["relevance_judge"]
+    sufficiency_tokens: int = DEFAULT_OUTPUT_TOKENS["sufficiency_judge"]
+    answer_tokens: int = DEFAULT_OUTPUT_TOKENS["answer_generation"]
 
     def agents(self) -> dict[str, AgentLatency]:
         return {

@@ -19,10 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import offline
-from fake_openai_server import ChatRequest, Reply, _content_text
+from agents import load_prompt
+from fake_openai_server import ChatRequest, FakeOpenAIServer, LatencyProfile, Reply, _content_text
 from settings import Settings
 
 AGENTS = ("decomposition", "relevance_judge", "sufficiency_judge", "answer_generation")
+# Output tokens per call of a gpt-4.1-like model: 2–3 short sub-queries as JSON; one verbatim sentence and a
+# one-line sub-answer; a verdict with one line of reasoning; a report with 3–4 quoted evidence items.
+DEFAULT_OUTPUT_TOKENS = {"decomposition": 32, "relevance_judge": 56, "sufficiency_judge": 28, "answer_generation": 480}
 MODEL_PREFIX = "fake-"
 
 
@@ -59,7 +63,7 @@ class ClinicalLLM:
     calls: dict[str, int] = field(default_factory=lambda: {a: 0 for a in AGENTS})
 
     def __call__(self, request: ChatRequest) -> Reply:
-        agent = request.model.removeprefix(MODEL_PREFIX)
+        agent = agent_of(request)
         self.calls[agent] = self.calls.get(agent, 0) + 1
         prompt = first_user_text(request)
         reply = self._normal_reply(agent, prompt)
@@ -94,6 +98,17 @@ class ClinicalLLM:
         return offline.sufficiency(prompt)
 
 
+def agent_of(request: ChatRequest) -> str:
+    """Which agent sent this: by model name (fake-<agent>) or, for any other name, by its system prompt."""
+    if request.model.startswith(MODEL_PREFIX):
+        return request.model.removeprefix(MODEL_PREFIX)
+    system = request.system_text()
+    for agent in AGENTS:
+        if load_prompt(agent)[:60] in system:
+            return agent
+    return "answer_generation" if request.output_mode == "text" else "decomposition"
+
+
 def _merge(normal: Reply, override: Reply) -> Reply:
     """The override's non-default fields win; content/output fall back to the normal answer."""
     changes = {name: value for name, value in vars(override).items() if value != getattr(Reply(), name)}
@@ -121,3 +136,35 @@ def agent_requests(server, agent: str) -> list[ChatRequest]:
 
 def dump(request: ChatRequest) -> str:
     return json.dumps(request.body, ensure_ascii=False)[:2000]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve the fake clinical LLM, e.g. to watch `python query.py` take the LLM path over HTTP:
+
+        python tests/fake_clinical_llm.py --port 8765
+        OPENAI_BASE_URL=http://127.0.0.1:8765/v1 OPENAI_API_KEY=test python query.py "低浓度阿托品的副作用？" --json
+    """
+    import argparse
+    import time
+
+    parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--ttft", type=float, default=0.5, help="seconds to first token")
+    parser.add_argument("--tps", type=float, default=80.0, help="output tokens per second")
+    args = parser.parse_args(argv)
+    llm = ClinicalLLM(latency={a: AgentLatency(args.ttft, args.tps, n) for a, n in DEFAULT_OUTPUT_TOKENS.items()})
+    with FakeOpenAIServer(llm, LatencyProfile(chars_per_token=1.5), port=args.port) as server:
+        print(f"fake clinical LLM at {server.base_url} (Ctrl-C to stop)", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    main()
