@@ -212,7 +212,10 @@ class TwoStageQueryService:
         search_state.stage1_sub_queries = sub_queries
         search_state.stage1_analyses = stage1
 
-        gate = AnswerGate(open_=False, emit_token=lambda t: state.emit(AnswerToken(text=t)))
+        def emit_token(text: str) -> None:
+            state.emit(AnswerToken(text=text))
+
+        gate = AnswerGate(open_=False, emit_token=emit_token)
         speculative = None
         if self.pipeline == "overlapped":
             speculative = asyncio.create_task(self._generate_answer(state, stage1, gate))
@@ -228,7 +231,7 @@ class TwoStageQueryService:
             search_state.needs_stage2 = True
             search_state.stage2_sub_queries = verdict.additional_sub_queries
             search_state.stage2_analyses = await self._stage2(state, verdict.additional_sub_queries)
-            final_gate = AnswerGate(open_=True, emit_token=gate._emit_token)
+            final_gate = AnswerGate(open_=True, emit_token=emit_token)
             answer = await self._generate_answer(state, search_state.analyses, final_gate)
             if speculative is not None:
                 if not speculative.done():
