@@ -439,11 +439,6 @@ class HybridSearcher:
         bm25_results, sem_results = await asyncio.gather(bm25_task, sem_task)
         return self._merge(bm25_results, sem_results)
 
-    def search_many_sync(self, queries: list[str], mode: SearchMode = "hybrid") -> list[list[Hit]]:
-        bm25_results = self.bm25_search_many(queries) if mode != "semantic" else [[] for _ in queries]
-        sem_results = self.semantic_search_many(queries) if mode != "bm25" else [[] for _ in queries]
-        return self._merge(bm25_results, sem_results)
-
     def _merge(self, bm25_results, sem_results) -> list[list[Hit]]:
         wanted = {cid for r in (*bm25_results, *sem_results) for cid, _ in r}
         chunks = self.kb.catalogue.get_chunks(sorted(wanted))

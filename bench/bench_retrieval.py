@@ -261,7 +261,7 @@ def random_unit_vectors(rng, n: int, dim: int):
 
 
 def hybrid_query(searcher, store, kb, query: str, vector: list[float]):
-    """The search path minus the query embedding (what HybridSearcher.search_many_sync does after encoding)."""
+    """The search path minus the query embedding (what HybridSearcher.search_many does after encoding)."""
     from search import merge_hits
 
     bm25 = searcher.bm25_search_many([query])[0]
