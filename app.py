@@ -32,7 +32,7 @@ from metrics import compute_metrics, render_page
 from models import (STAGE_LABELS, AnswerDone, AnswerToken, ChatTurn, Citation, DecompositionReady, DegradedEvent,
                     Event, JudgementDone, JudgementStarted, NoticeEvent, QueryResult, SearchDone, Stage2Started,
                     StageFinished, StageStarted, SufficiencyReady)
-from query import TwoStageQueryService
+from query import OFFLINE_BANNER, TwoStageQueryService
 from search import quiet_libraries
 from settings import PROJECT_DIR, get_settings
 from users import UserStore, check_login, ensure_auth_secret
@@ -79,7 +79,7 @@ async def ingest_sample_kb_if_empty() -> None:
 
     (Chroma writes hold the GIL for seconds; in this process they would stall every open chat.)
     """
-    if service.kb.catalogue.documents() or not settings.sample_kb_dir.exists():
+    if service.kb.catalogue.document_count() or not settings.sample_kb_dir.exists():
         return
     log.warning("Knowledge base %s is empty: ingesting %s", service.kb.dir, settings.sample_kb_dir)
     process = await asyncio.create_subprocess_exec(
@@ -134,7 +134,7 @@ async def on_chat_resume(thread: ThreadDict) -> None:
 def mode_notices() -> list[str]:
     notices = []
     if settings.offline:
-        notices.append("离线演示模式：未配置大语言模型，回答由规则从原文抽取拼接，仅供演示。")
+        notices.append(OFFLINE_BANNER)
     if service.searcher.bm25_only:
         notices.append("语义检索不可用，当前仅使用 BM25 关键词检索（详见运行日志中的修复方法）。")
     return notices

@@ -72,6 +72,16 @@ async def ensure_schema(url: str) -> None:
         await engine.dispose()
 
 
+def insert_sql(table: str, row: dict, upsert: bool = False):
+    """INSERT of one row with bound parameters (valid in SQLite and PostgreSQL); upsert replaces by id."""
+    columns = ", ".join(f'"{k}"' for k in row)
+    values = ", ".join(f":{k}" for k in row)
+    sql = f"INSERT INTO {table} ({columns}) VALUES ({values})"
+    if upsert:
+        sql += " ON CONFLICT (id) DO UPDATE SET " + ", ".join(f'"{k}" = :{k}' for k in row if k != "id")
+    return text(sql)
+
+
 class LocalStorageClient(BaseStorageClient):
     """Element files on local disk, served back only to their owner through an authenticated route."""
 
@@ -123,13 +133,9 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
         """Write the feedback or keep it in a file: a clinician's rating is never silently dropped."""
         feedback.id = feedback.id or str(uuid.uuid4())
         row = {k: v for k, v in asdict(feedback).items() if v is not None}
-        columns = ", ".join(f'"{k}"' for k in row)
-        values = ", ".join(f":{k}" for k in row)
-        updates = ", ".join(f'"{k}" = :{k}' for k in row if k != "id")
         try:
             async with self.engine.begin() as connection:
-                await connection.execute(text(f"INSERT INTO feedbacks ({columns}) VALUES ({values}) "
-                                              f"ON CONFLICT (id) DO UPDATE SET {updates}"), row)
+                await connection.execute(insert_sql("feedbacks", row, upsert=True), row)
         except Exception:
             log.exception("Feedback %s could not be written to the database; kept in %s", feedback.id,
                           self.fallback_file)
@@ -153,10 +159,8 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
             "unverified_citations": result.unverified_citations,
             "input_tokens": sum(u.input_tokens for u in usage), "output_tokens": sum(u.output_tokens for u in usage),
         }
-        columns = ", ".join(f'"{k}"' for k in row)
-        values = ", ".join(f":{k}" for k in row)
         async with self.engine.begin() as connection:
-            await connection.execute(text(f"INSERT INTO answer_records ({columns}) VALUES ({values})"), row)
+            await connection.execute(insert_sql("answer_records", row), row)
 
     async def query(self, sql: str, parameters: dict | None = None) -> list[dict]:
         async with self.engine.connect() as connection:

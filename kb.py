@@ -121,6 +121,10 @@ class Catalogue:
             row = self._db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
         return int(row[0]) if row else 0
 
+    def document_count(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+
     def documents(self) -> dict[str, DocumentRecord]:
         with self._lock:
             rows = self._db.execute(

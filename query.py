@@ -40,6 +40,7 @@ from settings import Settings, get_settings
 log = logging.getLogger("clincite.query")
 
 Pipeline = Literal["overlapped", "stage_serial", "serial"]
+OFFLINE_BANNER = "离线演示模式：未配置大语言模型，回答由规则从原文抽取拼接，仅供演示。"
 FALLBACK_EXTRACTS = 2  # a failed judge hands on its sub-query's top hits, unjudged
 ANSWER_REPLAY_PIECE = 40  # characters per token event when a cached or fallback report is replayed
 Emit = Callable[[Event], None]
@@ -202,8 +203,8 @@ class TwoStageQueryService:
     async def _pipeline(self, state: RunState) -> None:
         agents = self.agents
         if agents.mode == "offline":
-            state.emit(NoticeEvent(kind="offline", message="离线演示模式：未配置大语言模型，回答由规则从原文抽取拼接，仅供演示。"))
-        if self.kb.catalogue.version == 0 or not self.kb.catalogue.documents():
+            state.emit(NoticeEvent(kind="offline", message=OFFLINE_BANNER))
+        if self.kb.catalogue.document_count() == 0:
             state.emit(NoticeEvent(kind="empty_kb", message="知识库为空：请先运行 `python ingest.py 文档目录/` 导入指南文档。"))
 
         search_state = SearchStageState(question=state.question, history=state.history)
