@@ -21,21 +21,57 @@ import logging
 import sys
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agents import (Agents, answer_prompt, build_agents, decomposition_prompt, display_source, judge_prompt,
-                    sufficiency_prompt)
-from citations import format_evidence_item, parse_citations, snap_to_chunk, strip_source_name, verify_citations
-from kb import Chunk, KnowledgeBase
-from models import (STAGE_LABELS, AgentUsage, AnswerDone, AnswerToken, ChatTurn, Citation, DecompositionOutput,
-                    DecompositionReady, Degradation, DegradedEvent, Event, JudgementDone, JudgementStarted,
-                    JudgeOutput, NoticeEvent, QueryResult, RelevantExtract, SearchDone, SearchStageState, Stage,
-                    Stage2Started, StageFinished, StageStarted, SubQuery, SubQueryAnalysis, SufficiencyReady,
-                    SufficiencyVerdict)
-from search import Hit, HybridSearcher, quiet_libraries
-from settings import Settings, get_settings
+from clincite.agents import Agents, build_agents
+from clincite.citations import (
+    format_evidence_item,
+    parse_citations,
+    snap_to_chunk,
+    verify_citations,
+)
+from clincite.kb import KnowledgeBase
+from clincite.logs import quiet_libraries
+from clincite.naming import display_source, strip_source_name
+from clincite.prompts import (
+    answer_prompt,
+    decomposition_prompt,
+    judge_prompt,
+    sufficiency_prompt,
+)
+from clincite.search import HybridSearcher
+from clincite.settings import Settings, get_settings
+from clincite.shapes import (
+    STAGE_LABELS,
+    AgentUsage,
+    AnswerDone,
+    AnswerToken,
+    ChatTurn,
+    Chunk,
+    Citation,
+    DecompositionReady,
+    Degradation,
+    DegradedEvent,
+    Event,
+    Hit,
+    JudgementDone,
+    JudgementStarted,
+    JudgeOutput,
+    NoticeEvent,
+    QueryResult,
+    RelevantExtract,
+    SearchDone,
+    SearchStageState,
+    Stage2Started,
+    StageFinished,
+    StageStarted,
+    SubQuery,
+    SubQueryAnalysis,
+    SufficiencyReady,
+    SufficiencyVerdict,
+)
 
 log = logging.getLogger("clincite.query")
 

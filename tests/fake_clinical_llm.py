@@ -18,10 +18,17 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-import offline
-from agents import load_prompt
-from fake_openai_server import ChatRequest, FakeOpenAIServer, LatencyProfile, Reply, _content_text
-from settings import Settings
+from fake_openai_server import (
+    ChatRequest,
+    FakeOpenAIServer,
+    LatencyProfile,
+    Reply,
+    _content_text,
+)
+
+import clincite.offline as offline
+from clincite.prompts import load_prompt
+from clincite.settings import Settings
 
 AGENTS = ("decomposition", "relevance_judge", "sufficiency_judge", "answer_generation")
 # Output tokens per call of a gpt-4.1-like model: 2–3 short sub-queries as JSON; one verbatim sentence and a

@@ -8,8 +8,9 @@ import sys
 import uuid
 
 import pytest
+from conftest import ROOT, make_settings
 
-from conftest import ROOT, TEST_MODEL
+from clincite.web.render import final_content, source_elements
 
 
 class Captured:
@@ -24,23 +25,19 @@ class Captured:
 def app_module(kb_settings, sample_kb, tmp_path_factory):
     """app.py loaded the way `chainlit run` loads it, on the session's sample KB, persistence off."""
     data = tmp_path_factory.mktemp("app")
-    os.environ.update({"DATA_DIR": str(data), "KB_DIR": str(kb_settings.kb_dir), "EMBEDDING_MODEL": TEST_MODEL,
-                       "SEMANTIC_THRESHOLD": "0", "CHAINLIT_APP_ROOT": str(data)})
+    os.environ["CHAINLIT_APP_ROOT"] = str(data)
     import chainlit.data
     from chainlit.config import config, load_module
 
-    from settings import get_settings
+    from clincite.web import state
 
-    get_settings.cache_clear()
+    state.configure(make_settings(data, kb_dir=kb_settings.kb_dir))
     target = str(ROOT / "app.py")
     load_module(target)
-    app = sys.modules[target]
     config.code.data_layer = None
     chainlit.data._data_layer_initialized = False
-    yield app
-    for key in ("DATA_DIR", "KB_DIR", "EMBEDDING_MODEL", "SEMANTIC_THRESHOLD", "CHAINLIT_APP_ROOT"):
-        os.environ.pop(key, None)
-    get_settings.cache_clear()
+    yield sys.modules[target]
+    os.environ.pop("CHAINLIT_APP_ROOT", None)
 
 
 def use_context():
@@ -122,8 +119,8 @@ async def test_a_question_renders_steps_a_streamed_report_and_linked_sources(app
 
 
 async def test_unverified_quotes_are_marked_in_the_message_and_the_side_panel(app_module):
-    from citations import UNVERIFIED_LABEL
-    from models import Citation, QueryResult
+    from clincite.citations import UNVERIFIED_LABEL
+    from clincite.shapes import Citation, QueryResult
 
     result = QueryResult(
         question="q", mode="llm", sub_queries=[], analyses=[], sufficiency=None, stage2_queries=[],
@@ -131,9 +128,9 @@ async def test_unverified_quotes_are_marked_in_the_message_and_the_side_panel(ap
         citations=[Citation(number=1, source="甲", quote="编造的句子", verified=False)],
         timings={"ttft": 1.0, "total": 2.0}, usage={}, unverified_citations=1)
     use_context()
-    content = app_module.final_content(result, [])
+    content = final_content(result, [])
     assert UNVERIFIED_LABEL in content and "1 条未能核验" in content
-    element = app_module.source_elements(result.citations, {})[0]
+    element = source_elements(result.citations, {})[0]
     assert element.name == "【1】" and "未能在来源中逐字找到" in element.content
 
 
@@ -168,7 +165,9 @@ async def test_a_dropped_speculative_answer_never_reaches_the_message(app_module
     """An "insufficient" verdict: the speculative report is neither streamed nor stored."""
     from test_query import insufficient, structured, text_model
 
-    agents = app_module.service.agents
+    from clincite.web import state
+
+    agents = state.current().service.agents
 
     def pieces(prompt, call):
         return ["SPECULATIVE ", "草稿"] if call == 1 else ["**TL;DR：** 第二阶段之后的回答。"]

@@ -16,7 +16,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, TEST_MODEL, free_port
 
 CHROMIUM = "/usr/bin/chromium"

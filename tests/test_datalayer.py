@@ -13,11 +13,11 @@ import uuid
 import pytest
 from chainlit.types import Feedback
 from chainlit.user import User
-
 from conftest import free_port, make_settings
-from datalayer import ClinCiteDataLayer, ensure_schema
-from metrics import compute_metrics, render_page
-from models import AgentUsage, Degradation, QueryResult
+
+from clincite.shapes import AgentUsage, Degradation, QueryResult
+from clincite.web.datalayer import ClinCiteDataLayer, ensure_schema
+from clincite.web.metrics import compute_metrics, render_page
 
 
 def postgres_binaries() -> str | None:

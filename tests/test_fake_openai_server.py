@@ -9,14 +9,30 @@ import pytest
 from pydantic import BaseModel
 from pydantic_ai import Agent, ModelSettings, NativeOutput, PromptedOutput
 from pydantic_ai import models as pai_models
-from pydantic_ai.exceptions import ModelConnectionError, ModelHTTPError, ModelTimeoutError
+from pydantic_ai.exceptions import (
+    ModelConnectionError,
+    ModelHTTPError,
+    ModelTimeoutError,
+)
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 try:  # tests/ is on sys.path in pytest's default (rootdir-less package) import mode
-    from fake_openai_server import ChatRequest, FakeOpenAIServer, LatencyProfile, Reply, minimal_instance
+    from fake_openai_server import (
+        ChatRequest,
+        FakeOpenAIServer,
+        LatencyProfile,
+        Reply,
+        minimal_instance,
+    )
 except ImportError:  # tests/ became a package
-    from tests.fake_openai_server import ChatRequest, FakeOpenAIServer, LatencyProfile, Reply, minimal_instance
+    from tests.fake_openai_server import (
+        ChatRequest,
+        FakeOpenAIServer,
+        LatencyProfile,
+        Reply,
+        minimal_instance,
+    )
 
 
 class Relevance(BaseModel):

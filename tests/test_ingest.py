@@ -7,11 +7,12 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ATROPINE, ROOT, SAMPLE_KB, make_settings
-from ingest import Ingestor, LoadedDocument, chunk_document, load_document, parse_markdown
-from kb import KnowledgeBase
 
+from clincite.chunking import chunk_document
+from clincite.ingest import Ingestor
+from clincite.kb import KnowledgeBase
+from clincite.loaders import LoadedDocument, load_document, parse_markdown
 
 # --- chunking ---------------------------------------------------------------------------------------------------
 
@@ -225,7 +226,7 @@ def test_bad_files_are_skipped_with_reasons_and_the_kb_stays_intact(small_kb, tm
 
 
 def test_undecodable_text_is_skipped(tmp_path):
-    from ingest import SkipFile
+    from clincite.loaders import SkipFile
 
     path = tmp_path / "odd.txt"
     path.write_bytes(b"\x81\x30\x81")  # truncated GB18030 four-byte sequence, invalid UTF-8

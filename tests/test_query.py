@@ -9,17 +9,26 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ATROPINE, ROOT, TEST_MODEL
 from pydantic_ai import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
-import offline
-from conftest import ATROPINE, ROOT, TEST_MODEL
-from models import (AnswerDone, AnswerToken, DecompositionReady, DegradedEvent, JudgementDone, JudgementStarted,
-                    NoticeEvent, Stage2Started, StageStarted)
+import clincite.offline as offline
+from clincite.embeddings import Embedder
+from clincite.search import HybridSearcher
+from clincite.settings import Settings
+from clincite.shapes import (
+    AnswerDone,
+    AnswerToken,
+    DecompositionReady,
+    DegradedEvent,
+    JudgementDone,
+    NoticeEvent,
+    Stage2Started,
+    StageStarted,
+)
 from query import TwoStageQueryService
-from search import Embedder, HybridSearcher
-from settings import Settings
 
 QUESTION = "低浓度阿托品控制近视的效果和副作用？"
 
@@ -171,7 +180,7 @@ async def test_judges_start_as_sub_queries_arrive_and_run_concurrently(service):
 
 
 async def test_follow_up_reaches_the_decomposition_with_history(service):
-    from models import ChatTurn
+    from clincite.shapes import ChatTurn
 
     calls: list[str] = []
     history = [ChatTurn(role="user", content="低浓度阿托品控制近视的效果如何？"),

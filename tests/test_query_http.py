@@ -8,11 +8,11 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT, TEST_MODEL
 from fake_clinical_llm import ClinicalLLM, agent_requests, llm_settings
 from fake_openai_server import FakeOpenAIServer, Reply
-from models import AnswerToken, DegradedEvent, NoticeEvent
+
+from clincite.shapes import AnswerToken, DegradedEvent, NoticeEvent
 from query import TwoStageQueryService
 
 QUESTION = "低浓度阿托品控制近视的效果和副作用？"

@@ -10,11 +10,21 @@ import time
 import urllib.request
 
 import pytest
+from conftest import (
+    ATROPINE,
+    ORTHO_K,
+    ROOT,
+    SAMPLE_KB,
+    TEST_MODEL,
+    free_port,
+    make_settings,
+)
 
-from conftest import ATROPINE, ORTHO_K, ROOT, SAMPLE_KB, TEST_MODEL, free_port, make_settings
-from ingest import Ingestor
-from kb import KnowledgeBase
-from search import Embedder, HybridSearcher, get_tokenizer
+from clincite.embeddings import Embedder
+from clincite.ingest import Ingestor
+from clincite.kb import KnowledgeBase
+from clincite.search import HybridSearcher
+from clincite.tokenizer import get_tokenizer
 
 
 def test_domain_terms_stay_whole_and_stop_words_go():
@@ -58,7 +68,7 @@ async def test_search_many_keeps_queries_apart_and_deduplicates(searcher):
 
 
 def test_query_embedding_cache_stays_bounded(searcher, monkeypatch):
-    import search
+    import clincite.embeddings as search
 
     monkeypatch.setattr(search, "QUERY_CACHE_SIZE", 2)
     embedder = Embedder(searcher.embedder.model_name)

@@ -23,8 +23,8 @@ from chainlit.types import Feedback
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from models import QueryResult
-from settings import Settings
+from clincite.settings import Settings
+from clincite.shapes import QueryResult
 
 log = logging.getLogger("clincite.datalayer")
 

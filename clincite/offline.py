@@ -16,10 +16,10 @@ from pydantic_ai import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
-import agents as fmt
-from citations import format_evidence_item
-from search import get_tokenizer
-from settings import Settings
+import clincite.prompts as fmt
+from clincite.citations import format_evidence_item
+from clincite.settings import Settings
+from clincite.tokenizer import get_tokenizer
 
 OFFLINE_NOTICE = "离线演示模式：未配置大语言模型 API Key，以下内容由规则从知识库原文中逐字抽取拼接而成，未经模型归纳。"
 STREAM_PIECE = 12  # characters per streamed piece of the offline report

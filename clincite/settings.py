@@ -14,7 +14,7 @@ from typing import Literal
 from dotenv import load_dotenv
 from pydantic import BaseModel, Field
 
-PROJECT_DIR = Path(__file__).resolve().parent
+PROJECT_DIR = Path(__file__).resolve().parent.parent
 
 # Keys that mean "no real key": Chainlit writes the first into OPENAI_API_KEY when CI=true,
 # and the others are the placeholders people leave in .env files.

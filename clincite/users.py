@@ -22,7 +22,7 @@ from pathlib import Path
 
 import bcrypt
 
-from settings import Settings, get_settings
+from clincite.settings import Settings, get_settings
 
 DEV_USER = ("demo", "demo")  # only with CLINCITE_DEV_LOGIN=true and no users configured
 MIN_PASSWORD_CHARS = 8

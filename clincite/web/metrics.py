@@ -11,7 +11,7 @@ import html
 import json
 from collections import Counter, defaultdict
 
-from datalayer import ClinCiteDataLayer
+from clincite.web.datalayer import ClinCiteDataLayer
 
 TTFT_BUCKETS = [1, 2, 3, 5, 8, 13]  # seconds: histogram edges
 

@@ -11,7 +11,54 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, Field
 
-from search import Hit
+# --------------------------------------------------------------------------------------------------------------
+# What the knowledge base holds and what search returns
+# --------------------------------------------------------------------------------------------------------------
+
+
+class Chunk(BaseModel):
+    """One retrievable passage of a document, a verbatim slice `text == document_text[start:end]`."""
+
+    id: str
+    source: str
+    title: str
+    heading_path: list[str]
+    position: int
+    start: int
+    end: int
+    text: str
+    content_hash: str
+
+    @property
+    def index_text(self) -> str:
+        """What BM25 and the embedding model see: the passage with its title and headings for context."""
+        return " ".join([self.title, *self.heading_path, self.text])
+
+
+class DocumentRecord(BaseModel):
+    source: str
+    path: str
+    title: str
+    file_hash: str
+    chunk_count: int
+    ingested_at: float
+
+
+
+class Hit(BaseModel):
+    """A retrieved chunk with the scores of the retrievers that found it."""
+
+    chunk_id: str
+    source: str
+    title: str
+    heading_path: list[str]
+    text: str
+    bm25: float | None = None
+    semantic: float | None = None
+    found_by: list[str]
+    score: float = 0.0  # fused (reciprocal-rank) score that orders merged hits
+
+
 
 Confidence = Literal["high", "medium", "low"]
 Stage = Literal["decomposition", "search", "judgement", "sufficiency", "stage2", "answer"]

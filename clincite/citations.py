@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from kb import Chunk
-from models import Citation
+from clincite.naming import strip_source_name
+from clincite.shapes import Chunk, Citation
 
 _ITEM = re.compile(r"\*\*\s*【(\d+)】\s*(.*?)\s*\*\*", re.S)
 _SOURCE = re.compile(r"《([^》\n]+)》")
@@ -34,12 +34,6 @@ def normalise(text: str) -> str:
     """Comparable form: NFKC (full-width → half-width), one quote style, no whitespace or Markdown emphasis."""
     text = unicodedata.normalize("NFKC", text).translate(_EQUIVALENT)
     return _MARKUP.sub("", text).lower()
-
-
-def strip_source_name(name: str) -> str:
-    """《低浓度阿托品临床应用指南（演示）.md》 and 《低浓度阿托品临床应用指南（演示）》 name the same source."""
-    name = name.strip()
-    return re.sub(r"\.(md|markdown|txt|text|pdf|docx|html?)$", "", name, flags=re.I)
 
 
 def parse_citations(answer: str) -> list[Citation]:

@@ -1,0 +1,112 @@
+"""The four pydantic-ai agents of ClinCite and the user messages they receive.
+
+    agents = build_agents(get_settings())        # OpenAI-compatible endpoint, or offline models without a key
+    result = await agents.relevance_judge.run(judge_prompt(sub_query, question, hits))
+
+Instructions come from `prompts/*.txt`; model, temperature, max_tokens and timeout per agent from settings. One
+`AsyncOpenAI` client (bounded retries with backoff for 429/5xx) and one concurrency limiter are shared by all four.
+The user-message formats below are also what the offline models in `offline.py` read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic_ai import Agent, ModelSettings, NativeOutput, PromptedOutput
+from pydantic_ai.models import Model
+from pydantic_ai.models.concurrency import ConcurrencyLimiter, limit_model_concurrency
+
+from clincite.prompts import PROMPT_FILES, load_prompt
+from clincite.settings import AgentSettings, Settings
+from clincite.shapes import (
+    DecompositionOutput,
+    JudgeOutput,
+    Mode,
+    SufficiencyOutput,
+)
+
+STRUCTURED_RETRIES = 1  # one more request after invalid output, then the stage degrades
+
+@dataclass
+class Agents:
+    decomposition: Agent[None, DecompositionOutput]
+    relevance_judge: Agent[None, JudgeOutput]
+    sufficiency_judge: Agent[None, SufficiencyOutput]
+    answer_generation: Agent[None, str]
+    mode: Mode
+    settings: Settings
+    client: object | None = None  # the shared AsyncOpenAI client (None offline)
+
+    async def open_connection(self, timeout: float = 5.0) -> None:
+        """Open the pooled HTTPS connection before the first question (TCP + TLS cost ~100–300 ms once)."""
+        if self.client is None:
+            return
+        try:
+            await self.client.models.list(timeout=timeout)
+        except Exception:  # many compatible servers have no /models; the connection is open all the same
+            pass
+
+    def model_settings(self, name: str) -> ModelSettings:
+        return agent_model_settings(getattr(self.settings, name))
+
+
+def agent_model_settings(agent: AgentSettings) -> ModelSettings:
+    return ModelSettings(temperature=agent.temperature, max_tokens=agent.max_tokens, timeout=agent.timeout)
+
+
+def _output_spec(output_type: type, mode: str):
+    if mode == "native":
+        return NativeOutput(output_type)
+    if mode == "prompted":
+        return PromptedOutput(output_type)
+    return output_type  # tool calling, with a JSON-text fallback
+
+
+def build_agents(settings: Settings, offline: bool | None = None) -> Agents:
+    """The four agents on the configured endpoint, or on the deterministic offline models when there is no key."""
+    offline = settings.offline if offline is None else offline
+    limiter = ConcurrencyLimiter(max_running=settings.llm_max_concurrency, name="llm")
+    client = None
+    if offline:
+        import clincite.offline as offline_models
+
+        models: dict[str, Model] = offline_models.build_models(settings)
+        output_mode = "tool"
+    else:
+        client, models = _openai_models(settings)
+        output_mode = settings.llm_output_mode
+
+    def agent(name: str, output_type):
+        return Agent(
+            limit_model_concurrency(models[name], limiter),
+            output_type=_output_spec(output_type, output_mode) if output_type is not str else str,
+            instructions=load_prompt(name),
+            model_settings=agent_model_settings(getattr(settings, name)),
+            retries={"output": STRUCTURED_RETRIES},
+            name=name,
+        )
+
+    return Agents(
+        decomposition=agent("decomposition", DecompositionOutput),
+        relevance_judge=agent("relevance_judge", JudgeOutput),
+        sufficiency_judge=agent("sufficiency_judge", SufficiencyOutput),
+        answer_generation=agent("answer_generation", str),
+        mode="offline" if offline else "llm",
+        settings=settings,
+        client=client,
+    )
+
+
+def _openai_models(settings: Settings):
+    from openai import AsyncOpenAI
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    # The SDK retries 408/409/429/5xx and connection errors with exponential backoff (0.5 s·2ⁿ, honours
+    # Retry-After); one client means one connection pool for all four agents.
+    client = AsyncOpenAI(api_key=settings.openai_api_key, base_url=settings.openai_base_url,
+                         max_retries=settings.llm_max_retries, timeout=settings.llm_request_timeout)
+    provider = OpenAIProvider(openai_client=client)
+    return client, {name: OpenAIChatModel(getattr(settings, name).model, provider=provider) for name in PROMPT_FILES}
+
+

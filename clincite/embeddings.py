@@ -1,0 +1,163 @@
+"""The sentence-transformers embedding model: loaded lazily once, with a query cache and a BM25-only fallback."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+from clincite.settings import Settings
+
+log = logging.getLogger("clincite.embeddings")
+
+QUERY_CACHE_SIZE = 2048
+# bge-*-zh models are trained with this instruction in front of short queries (not in front of passages).
+BGE_ZH_QUERY_INSTRUCTION = "为这个句子生成表示以用于检索相关文章："
+
+
+
+class EmbeddingUnavailable(RuntimeError):
+    """The embedding model could not be loaded; the message says how to fix it (in Chinese and English)."""
+
+
+def embedding_fix_message(model: str, error: BaseException) -> str:
+    """What a clinic's IT person needs to read (in Chinese); the English details go to the log."""
+    return (
+        f"语义检索不可用：无法加载向量模型 “{model}”（{type(error).__name__}: {error}），当前仅使用 BM25 关键词检索。"
+        f"修复方法：在能联网的电脑上运行 `python -c \"from sentence_transformers import SentenceTransformer as S; "
+        f"S('{model}').save('bge-small-zh')\"`，把生成的 bge-small-zh 文件夹拷到本机，在 .env 中设置 "
+        f"EMBEDDING_MODEL=该文件夹的绝对路径，然后运行 `python ingest.py 文档目录/` 补建向量。"
+    )
+
+
+class Embedder:
+    """A sentence-transformers model, loaded lazily once, with a query-embedding cache."""
+
+    def __init__(self, model: str, device: str = "cpu", batch_size: int = 32):
+        self.model_name = model
+        self.device = device
+        self.batch_size = batch_size
+        self._model = None
+        self._error: EmbeddingUnavailable | None = None
+        self._load_lock = threading.Lock()
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        self.query_instruction = BGE_ZH_QUERY_INSTRUCTION if _wants_bge_zh_instruction(model) else ""
+
+    @property
+    def error(self) -> EmbeddingUnavailable | None:
+        return self._error
+
+    def load(self):
+        """Load the model (once). Raises EmbeddingUnavailable with a fix-it message when it cannot be loaded."""
+        with self._load_lock:
+            if self._model is not None:
+                return self._model
+            if self._error is not None:
+                raise self._error
+            try:
+                self._model = self._load_model()
+            except Exception as exc:  # any load failure (no network, bad path, corrupt files) → BM25-only
+                self._error = EmbeddingUnavailable(embedding_fix_message(self.model_name, exc))
+                log.warning("Embedding model %r unavailable (%s: %s); search is BM25-only. Download it on a machine "
+                            "with internet, copy the folder here and point EMBEDDING_MODEL at it.",
+                            self.model_name, type(exc).__name__, exc)
+                raise self._error from exc
+            return self._model
+
+    def _load_model(self):
+        """A local folder, the local Hugging Face cache, or a download — the last only when the hub answers.
+
+        Without a network, sentence-transformers spends over a minute in retries before it gives up; a 3-second
+        reachability check turns that into an immediate, explained BM25-only fallback.
+        """
+        local = Path(self.model_name).expanduser()
+        looks_like_path = self.model_name.startswith((".", "/", "~")) or local.exists()
+        if looks_like_path and not local.exists():
+            raise FileNotFoundError(f"folder not found: {local}")
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = not looks_like_path and isinstance(try_to_load_from_cache(self.model_name, "modules.json"), str)
+        if not looks_like_path and not cached and not _hub_reachable():
+            raise ConnectionError("the model is not in the local cache and the Hugging Face hub cannot be reached")
+        from sentence_transformers import (
+            SentenceTransformer,  # ~8 s import: only here, only once
+        )
+
+        return SentenceTransformer(str(local) if looks_like_path else self.model_name, device=self.device,
+                                   local_files_only=looks_like_path or cached or _offline_hub())
+
+    def available(self) -> bool:
+        try:
+            self.load()
+            return True
+        except EmbeddingUnavailable:
+            return False
+
+    def encode_documents(self, texts: list[str]) -> np.ndarray:
+        model = self.load()
+        return model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                            convert_to_numpy=True, show_progress_bar=False)
+
+    def encode_queries(self, queries: list[str]) -> np.ndarray:
+        """One batched call for all queries not in the cache."""
+        with self._cache_lock:
+            known = {q: self._cache[q] for q in queries if q in self._cache}
+        missing = list(dict.fromkeys(q for q in queries if q not in known))
+        if missing:
+            model = self.load()
+            vectors = model.encode([self.query_instruction + q for q in missing], batch_size=self.batch_size,
+                                   normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+            known.update(zip(missing, vectors))
+        with self._cache_lock:
+            for q in queries:
+                self._cache[q] = known[q]
+                self._cache.move_to_end(q)
+            while len(self._cache) > QUERY_CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return np.stack([known[q] for q in queries]) if queries else np.zeros((0, 0))
+
+
+def _offline_hub() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """Can we open a TCP connection to the Hugging Face endpoint (HF_ENDPOINT) within `timeout` seconds?"""
+    if _offline_hub():
+        return False
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    url = urlparse(constants.ENDPOINT)
+    try:
+        with socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)), timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _wants_bge_zh_instruction(model: str) -> bool:
+    name = model.lower()
+    return "bge" in name and "zh" in name and "m3" not in name
+
+
+_EMBEDDERS: dict[tuple[str, str], Embedder] = {}
+_EMBEDDERS_LOCK = threading.Lock()
+
+
+def get_embedder(settings: Settings) -> Embedder:
+    """The process-wide embedder of the configured model (loaded lazily on first use)."""
+    key = (settings.embedding_model, settings.embedding_device)
+    with _EMBEDDERS_LOCK:
+        if key not in _EMBEDDERS:
+            _EMBEDDERS[key] = Embedder(settings.embedding_model, settings.embedding_device,
+                                       settings.embedding_batch_size)
+        return _EMBEDDERS[key]
+

@@ -1,0 +1,65 @@
+"""What the app does once when it starts: its schema, the sample KB on first run, warm-up, and its routes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import time
+
+from clincite.logs import quiet_libraries
+from clincite.settings import PROJECT_DIR, load_settings
+from clincite.users import ensure_auth_secret
+from clincite.web.datalayer import ensure_schema
+from clincite.web.routes import add_routes_before_the_spa
+from clincite.web.state import AppContext
+
+log = logging.getLogger("clincite.app")
+
+STARTERS = [
+    ("低浓度阿托品", "低浓度阿托品控制近视的效果和副作用？"),
+    ("OK镜适应症", "角膜塑形镜（OK镜）的适应症和禁忌症有哪些？"),
+    ("红光治疗安全性", "重复低强度红光治疗近视的安全性如何？"),
+    ("高度近视并发症", "高度近视需要警惕哪些并发症？"),
+]
+
+
+def prepare_auth_secret() -> None:
+    """Chainlit refuses to start with login on and no CHAINLIT_AUTH_SECRET: keep one per installation."""
+    ensure_auth_secret(load_settings())
+
+
+async def start_app(app: AppContext) -> None:
+    quiet_libraries()
+    add_routes_before_the_spa()
+    await ensure_schema(app.settings.db_url)
+    await ingest_sample_kb_if_empty(app)
+    task = asyncio.create_task(warm_up(app))
+    app.background.add(task)
+    task.add_done_callback(app.background.discard)
+
+
+async def ingest_sample_kb_if_empty(app: AppContext) -> None:
+    """First start: fill an empty knowledge base with the sample documents, in a separate process.
+
+    (Chroma writes hold the GIL for seconds; in this process they would stall every open chat.)
+    """
+    kb, sample = app.service.kb, app.settings.sample_kb_dir
+    if kb.catalogue.document_count() or not sample.exists():
+        return
+    log.warning("Knowledge base %s is empty: ingesting %s", kb.dir, sample)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(PROJECT_DIR / "ingest.py"), str(sample), "--kb", str(kb.dir),
+        cwd=str(PROJECT_DIR), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    output, _ = await process.communicate()
+    log.warning("Sample ingest finished (exit %s):\n%s", process.returncode, output.decode("utf-8", "replace"))
+
+
+async def warm_up(app: AppContext) -> None:
+    started = time.perf_counter()
+    try:
+        await app.service.warm_up()
+    except Exception:
+        log.exception("Warm-up failed; the first question will load what it needs")
+    log.warning("Warm-up done in %.1f s (search: %s)", time.perf_counter() - started,
+                "BM25-only" if app.service.searcher.bm25_only else "hybrid")

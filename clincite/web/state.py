@@ -1,0 +1,85 @@
+"""The web app's context: its settings, query service, data layer and accounts, built once per process.
+
+`app.py` never builds anything at import. `current()` builds the context from `.env` and the environment on first
+use (Chainlit's start-up hook); a test calls `configure(settings)` first to run the app on its own settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+import chainlit as cl
+from chainlit.types import ThreadDict
+
+from clincite.settings import Settings, load_settings
+from clincite.shapes import ChatTurn, QueryResult
+from clincite.users import UserStore, check_login
+from clincite.web.datalayer import ClinCiteDataLayer
+from clincite.web.render import ANSWER_AUTHOR
+from query import OFFLINE_BANNER, TwoStageQueryService
+
+log = logging.getLogger("clincite.app")
+BM25_ONLY_NOTICE = "语义检索不可用，当前仅使用 BM25 关键词检索（详见运行日志中的修复方法）。"
+
+
+@dataclass
+class AppContext:
+    settings: Settings
+    service: TwoStageQueryService
+    users: UserStore
+    data_layer: ClinCiteDataLayer
+    background: set[asyncio.Task] = field(default_factory=set)
+
+    @classmethod
+    def build(cls, settings: Settings) -> AppContext:
+        return cls(settings=settings, service=TwoStageQueryService(settings), users=UserStore(settings.users_file),
+                   data_layer=ClinCiteDataLayer(settings))
+
+    async def login(self, username: str, password: str) -> cl.User | None:
+        # bcrypt costs ~0.25 s of CPU: off the event loop, so a login never stalls the other clinicians.
+        display_name = await asyncio.to_thread(check_login, self.settings, self.users, username, password)
+        if not display_name:
+            return None
+        return cl.User(identifier=username, display_name=display_name, metadata={"role": "clinician"})
+
+    def mode_notices(self) -> list[str]:
+        notices = []
+        if self.service.mode == "offline":
+            notices.append(OFFLINE_BANNER)
+        if self.service.searcher.bm25_only:
+            notices.append(BM25_ONLY_NOTICE)
+        return notices
+
+    def history_of(self, thread: ThreadDict) -> list[ChatTurn]:
+        history = []
+        for step in thread.get("steps", []):
+            if step.get("type") == "user_message":
+                history.append(ChatTurn(role="user", content=step.get("output") or ""))
+            elif step.get("type") == "assistant_message" and step.get("name") == ANSWER_AUTHOR:
+                history.append(ChatTurn(role="assistant", content=step.get("output") or ""))
+        return history[-2 * self.settings.history_turns:]
+
+    async def record(self, result: QueryResult, run_step_id: str | None, thread_id: str | None, user) -> None:
+        if run_step_id is None:
+            return
+        try:
+            await self.data_layer.record_answer(result, run_step_id, thread_id, getattr(user, "identifier", None))
+        except Exception:
+            log.exception("Answer record not saved (metrics will miss this answer)")
+
+
+_current: AppContext | None = None
+
+
+def configure(settings: Settings) -> AppContext:
+    """Build the app context on these settings (tests; or a process that embeds the app)."""
+    global _current
+    _current = AppContext.build(settings)
+    return _current
+
+
+def current() -> AppContext:
+    """The app context, built from `.env` and the environment on first use."""
+    return _current or configure(load_settings())
