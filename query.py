@@ -332,7 +332,7 @@ class TwoStageQueryService:
 
         emitted: list[SubQuery] = []
         try:
-            async with asyncio.timeout(self.settings.decomposition.timeout):
+            async with asyncio.timeout(self.settings.decomposition.budget):
                 if stream:
                     async for draft in _stream_list_items(agent, prompt, "sub_queries", state):
                         if sub_query := accept(draft.text, draft.focus):
@@ -380,7 +380,7 @@ class TwoStageQueryService:
                                         confidence="low", missing=[sub_query.focus or sub_query.text])
         else:
             try:
-                async with asyncio.timeout(self.settings.relevance_judge.timeout):
+                async with asyncio.timeout(self.settings.relevance_judge.budget):
                     result = await self.agents.relevance_judge.run(judge_prompt(sub_query, state.question, hits))
                 state.add_usage("relevance_judge", result.usage)
                 analysis = to_analysis(sub_query, result.output, hits)
@@ -397,7 +397,7 @@ class TwoStageQueryService:
         state.emit(StageStarted(stage="sufficiency", label=STAGE_LABELS["sufficiency"]))
         limit = self.settings.max_additional_queries
         try:
-            async with asyncio.timeout(self.settings.sufficiency_judge.timeout):
+            async with asyncio.timeout(self.settings.sufficiency_judge.budget):
                 result = await self.agents.sufficiency_judge.run(sufficiency_prompt(state.question, analyses, limit))
             state.add_usage("sufficiency_judge", result.usage)
             out = result.output
@@ -425,7 +425,7 @@ class TwoStageQueryService:
         text = ""
         announced = False
         try:
-            async with asyncio.timeout(self.settings.answer_generation.timeout):
+            async with asyncio.timeout(self.settings.answer_generation.budget):
                 async with agent.run_stream(answer_prompt(state.question, state.history, analyses)) as stream:
                     deltas = stream.stream_text(delta=True, debounce_by=None)
                     try:

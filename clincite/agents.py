@@ -104,8 +104,8 @@ def _openai_models(settings: Settings):
 
     # The SDK retries 408/409/429/5xx and connection errors with exponential backoff (0.5 s·2ⁿ, honours
     # Retry-After); one client means one connection pool for all four agents.
-    client = AsyncOpenAI(api_key=settings.openai_api_key, base_url=settings.openai_base_url,
-                         max_retries=settings.llm_max_retries, timeout=settings.llm_request_timeout)
+    client = AsyncOpenAI(api_key=settings.openai_api_key.get_secret_value(), base_url=settings.openai_base_url,
+                         max_retries=settings.llm_max_retries)
     provider = OpenAIProvider(openai_client=client)
     return client, {name: OpenAIChatModel(getattr(settings, name).model, provider=provider) for name in PROMPT_FILES}
 

@@ -1,86 +1,146 @@
-"""ClinCite settings: one typed object read from `.env` and the environment.
+"""ClinCite settings: one typed object read from `.env`, then the environment (which wins).
 
-Every other module takes a `Settings` instance (usually from `get_settings()`); nothing else reads `os.environ`
-for configuration. `.env.example` documents every key below.
+    settings = load_settings()                 # exits with a message naming the key when a value is invalid
+
+Every other module takes a `Settings` instance; nothing else reads `os.environ` for configuration. `.env.example`
+documents every key below. Built on pydantic-settings: each field is read from the environment variable of the same
+name in upper case (`bm25_top_k` ← `BM25_TOP_K`), unless it names an alias.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from dotenv import load_dotenv
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
+log = logging.getLogger("clincite.settings")
 
 # Keys that mean "no real key": Chainlit writes the first into OPENAI_API_KEY when CI=true,
 # and the others are the placeholders people leave in .env files.
 PLACEHOLDER_API_KEYS = frozenset({"", "sk-FAKE-OPENAI-API-KEY", "sk-...", "your-api-key", "changeme", "none"})
+AGENT_NAMES = ("decomposition", "relevance_judge", "sufficiency_judge", "answer_generation")
 
 
 class AgentSettings(BaseModel):
-    """Model parameters of one of the four agents."""
+    """Model parameters of one of the four agents.
 
-    model: str = "gpt-4.1"
-    temperature: float = 0.0
-    max_tokens: int = 1500
-    timeout: float = 60.0
+    `timeout` bounds one HTTP request, which the client retries (LLM_MAX_RETRIES); `budget` bounds the whole stage
+    (all attempts). When the budget runs out the stage takes its fallback (docs/architecture.md, failure table).
+    """
+
+    model: str
+    temperature: float
+    max_tokens: int
+    timeout: float
+    budget: float
 
 
-class Settings(BaseModel):
-    # --- knowledge base and storage ---
-    data_dir: Path = PROJECT_DIR / ".data"
-    kb_dir: Path = PROJECT_DIR / ".data" / "kb"
-    sample_kb_dir: Path = PROJECT_DIR / "sample_kb"
+class SettingsError(SystemExit):
+    """A configuration value is invalid: the message names the key (Chinese for the user)."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file_encoding="utf-8", extra="ignore", env_ignore_empty=True,
+                                      validate_default=True)
+
+    # --- knowledge base and storage (relative paths are relative to the project folder) ---
+    data_dir: Path = Path(".data")
+    kb_dir: Path | None = None  # default: DATA_DIR/kb
+    sample_kb_dir: Path = Path("sample_kb")
     chroma_host: str | None = None
     chroma_port: int = 8000
     chroma_collection_prefix: str = "clincite"
 
     # --- embeddings ---
     embedding_model: str = "BAAI/bge-small-zh-v1.5"
-    embedding_batch_size: int = 32
+    embedding_batch_size: int = Field(32, ge=1)
     embedding_device: str = "cpu"
 
     # --- chunking ---
-    chunk_min_chars: int = 300
-    chunk_max_chars: int = 500
+    chunk_min_chars: int = Field(300, ge=50)
+    chunk_max_chars: int = Field(500, ge=100)
 
     # --- retrieval ---
-    bm25_top_k: int = 5
-    semantic_top_k: int = 5
+    bm25_top_k: int = Field(5, ge=1)
+    semantic_top_k: int = Field(5, ge=1)
     bm25_threshold: float = 0.0
     semantic_threshold: float = 0.5
 
     # --- LLM provider ---
-    openai_api_key: str = ""
+    openai_api_key: SecretStr = SecretStr("")
     openai_base_url: str | None = None
     offline_mode: Literal["auto", "on", "off"] = "auto"
     llm_output_mode: Literal["tool", "native", "prompted"] = "tool"
-    llm_max_retries: int = 2
-    llm_max_concurrency: int = 8
-    llm_request_timeout: float = 120.0
+    llm_max_retries: int = Field(2, ge=0)
+    llm_max_concurrency: int = Field(8, ge=1)
 
-    # --- the four agents ---
-    decomposition: AgentSettings = Field(default_factory=lambda: AgentSettings(max_tokens=800, timeout=30))
-    relevance_judge: AgentSettings = Field(default_factory=lambda: AgentSettings(max_tokens=1500, timeout=45))
-    sufficiency_judge: AgentSettings = Field(default_factory=lambda: AgentSettings(max_tokens=800, timeout=30))
-    answer_generation: AgentSettings = Field(
-        default_factory=lambda: AgentSettings(temperature=0.2, max_tokens=2000, timeout=90)
-    )
+    # --- the four agents: per-request timeout (retried) inside a larger per-stage budget ---
+    decomposition_model: str = "gpt-4.1"
+    decomposition_temperature: float = 0.0
+    decomposition_max_tokens: int = 800
+    decomposition_timeout: float = Field(15.0, gt=0)
+    decomposition_budget: float = Field(30.0, gt=0)
+    relevance_judge_model: str = "gpt-4.1"
+    relevance_judge_temperature: float = 0.0
+    relevance_judge_max_tokens: int = 1500
+    relevance_judge_timeout: float = Field(20.0, gt=0)
+    relevance_judge_budget: float = Field(45.0, gt=0)
+    sufficiency_judge_model: str = "gpt-4.1"
+    sufficiency_judge_temperature: float = 0.0
+    sufficiency_judge_max_tokens: int = 800
+    sufficiency_judge_timeout: float = Field(15.0, gt=0)
+    sufficiency_judge_budget: float = Field(30.0, gt=0)
+    answer_generation_model: str = "gpt-4.1"
+    answer_generation_temperature: float = 0.2
+    answer_generation_max_tokens: int = 2000
+    answer_generation_timeout: float = Field(45.0, gt=0)
+    answer_generation_budget: float = Field(90.0, gt=0)
 
     # --- pipeline ---
-    max_sub_queries: int = 5
-    max_additional_queries: int = 5
-    history_turns: int = 3
-    answer_cache_size: int = 256
+    max_sub_queries: int = Field(5, ge=1)
+    max_additional_queries: int = Field(5, ge=0)
+    history_turns: int = Field(3, ge=0)
+    answer_cache_size: int = Field(256, ge=0)
 
     # --- web app ---
-    database_url: str | None = None
-    users_file: Path = PROJECT_DIR / ".data" / "users.json"
-    dev_login: bool = False
+    database_url: str | None = Field(None, validation_alias=AliasChoices("CLINCITE_DATABASE_URL"))
+    users_file: Path | None = None  # default: DATA_DIR/users.json
+    dev_login: bool = Field(False, validation_alias=AliasChoices("CLINCITE_DEV_LOGIN"))
+
+    @model_validator(mode="after")
+    def _resolve_paths(self) -> Settings:
+        self.data_dir = _absolute(self.data_dir)
+        self.kb_dir = _absolute(self.kb_dir) if self.kb_dir else self.data_dir / "kb"
+        self.sample_kb_dir = _absolute(self.sample_kb_dir)
+        self.users_file = _absolute(self.users_file) if self.users_file else self.data_dir / "users.json"
+        if self.chunk_max_chars <= self.chunk_min_chars:
+            raise ValueError("CHUNK_MAX_CHARS must be larger than CHUNK_MIN_CHARS")
+        return self
+
+    def agent(self, name: str) -> AgentSettings:
+        return AgentSettings(**{key: getattr(self, f"{name}_{key}") for key in AgentSettings.model_fields})
+
+    @property
+    def decomposition(self) -> AgentSettings:
+        return self.agent("decomposition")
+
+    @property
+    def relevance_judge(self) -> AgentSettings:
+        return self.agent("relevance_judge")
+
+    @property
+    def sufficiency_judge(self) -> AgentSettings:
+        return self.agent("sufficiency_judge")
+
+    @property
+    def answer_generation(self) -> AgentSettings:
+        return self.agent("answer_generation")
 
     @property
     def offline(self) -> bool:
@@ -89,7 +149,7 @@ class Settings(BaseModel):
             return True
         if self.offline_mode == "off":
             return False
-        return self.openai_api_key.strip() in PLACEHOLDER_API_KEYS
+        return self.openai_api_key.get_secret_value().strip() in PLACEHOLDER_API_KEYS
 
     @property
     def db_url(self) -> str:
@@ -97,72 +157,36 @@ class Settings(BaseModel):
         return self.database_url or f"sqlite+aiosqlite:///{self.data_dir / 'clincite.sqlite3'}"
 
 
-def _env(name: str, default: str | None = None) -> str | None:
-    value = os.environ.get(name)
-    return value if value not in (None, "") else default
+def _absolute(path: Path) -> Path:
+    path = path.expanduser()
+    return path if path.is_absolute() else PROJECT_DIR / path
 
 
-def _agent_from_env(prefix: str, default: AgentSettings) -> AgentSettings:
-    return AgentSettings(
-        model=_env(f"{prefix}_MODEL", default.model),
-        temperature=float(_env(f"{prefix}_TEMPERATURE", str(default.temperature))),
-        max_tokens=int(_env(f"{prefix}_MAX_TOKENS", str(default.max_tokens))),
-        timeout=float(_env(f"{prefix}_TIMEOUT", str(default.timeout))),
-    )
+def env_file() -> Path | None:
+    """`.env` in the project folder, or CLINCITE_ENV_FILE (tests point it at /dev/null)."""
+    return Path(os.environ.get("CLINCITE_ENV_FILE") or PROJECT_DIR / ".env")
 
 
-def _path(name: str, default: Path, base: Path = PROJECT_DIR) -> Path:
-    raw = _env(name)
-    if raw is None:
-        return default
-    path = Path(raw).expanduser()
-    return path if path.is_absolute() else (base / path)
+def load_settings(env: str | Path | None = None) -> Settings:
+    """Read `.env`, then the environment; an invalid value exits with a message that names its key."""
+    try:
+        return Settings(_env_file=env or env_file())
+    except ValidationError as exc:
+        raise SettingsError(describe_errors(exc)) from None
 
 
-def load_settings(env_file: str | Path | None = None) -> Settings:
-    """Read `.env` (without overriding real environment variables) and build a Settings object."""
-    load_dotenv(env_file or os.environ.get("CLINCITE_ENV_FILE") or PROJECT_DIR / ".env", override=False)
-    defaults = Settings()
-    data_dir = _path("DATA_DIR", defaults.data_dir)
-    raw = {
-        "data_dir": data_dir,
-        "kb_dir": _path("KB_DIR", data_dir / "kb"),
-        "sample_kb_dir": _path("SAMPLE_KB_DIR", defaults.sample_kb_dir),
-        "chroma_host": _env("CHROMA_HOST"),
-        "chroma_port": _env("CHROMA_PORT", str(defaults.chroma_port)),
-        "chroma_collection_prefix": _env("CHROMA_COLLECTION_PREFIX", defaults.chroma_collection_prefix),
-        "embedding_model": _env("EMBEDDING_MODEL", defaults.embedding_model),
-        "embedding_batch_size": _env("EMBEDDING_BATCH_SIZE", str(defaults.embedding_batch_size)),
-        "embedding_device": _env("EMBEDDING_DEVICE", defaults.embedding_device),
-        "chunk_min_chars": _env("CHUNK_MIN_CHARS", str(defaults.chunk_min_chars)),
-        "chunk_max_chars": _env("CHUNK_MAX_CHARS", str(defaults.chunk_max_chars)),
-        "bm25_top_k": _env("BM25_TOP_K", str(defaults.bm25_top_k)),
-        "semantic_top_k": _env("SEMANTIC_TOP_K", str(defaults.semantic_top_k)),
-        "bm25_threshold": _env("BM25_THRESHOLD", str(defaults.bm25_threshold)),
-        "semantic_threshold": _env("SEMANTIC_THRESHOLD", str(defaults.semantic_threshold)),
-        "openai_api_key": _env("OPENAI_API_KEY", ""),
-        "openai_base_url": _env("OPENAI_BASE_URL"),
-        "offline_mode": _env("OFFLINE_MODE", defaults.offline_mode),
-        "llm_output_mode": _env("LLM_OUTPUT_MODE", defaults.llm_output_mode),
-        "llm_max_retries": _env("LLM_MAX_RETRIES", str(defaults.llm_max_retries)),
-        "llm_max_concurrency": _env("LLM_MAX_CONCURRENCY", str(defaults.llm_max_concurrency)),
-        "llm_request_timeout": _env("LLM_REQUEST_TIMEOUT", str(defaults.llm_request_timeout)),
-        "decomposition": _agent_from_env("DECOMPOSITION", defaults.decomposition),
-        "relevance_judge": _agent_from_env("RELEVANCE_JUDGE", defaults.relevance_judge),
-        "sufficiency_judge": _agent_from_env("SUFFICIENCY_JUDGE", defaults.sufficiency_judge),
-        "answer_generation": _agent_from_env("ANSWER_GENERATION", defaults.answer_generation),
-        "max_sub_queries": _env("MAX_SUB_QUERIES", str(defaults.max_sub_queries)),
-        "max_additional_queries": _env("MAX_ADDITIONAL_QUERIES", str(defaults.max_additional_queries)),
-        "history_turns": _env("HISTORY_TURNS", str(defaults.history_turns)),
-        "answer_cache_size": _env("ANSWER_CACHE_SIZE", str(defaults.answer_cache_size)),
-        "database_url": _env("CLINCITE_DATABASE_URL"),
-        "users_file": _path("USERS_FILE", data_dir / "users.json"),
-        "dev_login": (_env("CLINCITE_DEV_LOGIN", "false") or "").lower() in ("1", "true", "yes", "on"),
-    }
-    return Settings.model_validate(raw)
+def describe_errors(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        key = "_".join(str(part) for part in error["loc"]).upper() or "设置"
+        value = error.get("input")
+        shown = "" if key == "OPENAI_API_KEY" or isinstance(value, dict) else f"（当前值 “{value}”）"
+        problems.append(f"- {key}{shown}：{error['msg']}")
+        log.error("Invalid setting %s: %s", key, error["msg"])
+    return "配置错误，请检查 .env 或环境变量：\n" + "\n".join(problems)
 
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """The process-wide settings (read once)."""
+    """The process-wide settings of a command-line run (read once)."""
     return load_settings()

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -40,7 +41,7 @@ def make_settings(tmp: Path, **overrides) -> Settings:
     base = load_settings().model_copy(update={
         "data_dir": tmp, "kb_dir": tmp / "kb", "users_file": tmp / "users.json", "embedding_model": TEST_MODEL,
         # all-MiniLM is an English model: on Chinese its cosine similarities sit far below bge's 0.5 floor.
-        "semantic_threshold": 0.0, "openai_api_key": "", "openai_base_url": None,
+        "semantic_threshold": 0.0, "openai_api_key": SecretStr(""), "openai_base_url": None,
     })
     return base.model_copy(update=overrides)
 

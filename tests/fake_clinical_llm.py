@@ -25,6 +25,7 @@ from fake_openai_server import (
     Reply,
     _content_text,
 )
+from pydantic import SecretStr
 
 import clincite.offline as offline
 from clincite.prompts import load_prompt
@@ -132,8 +133,8 @@ def first_user_text(request: ChatRequest) -> str:
 
 def llm_settings(settings: Settings, base_url: str, **overrides) -> Settings:
     """Settings that send each agent to the fake server under its own model name."""
-    agents = {name: getattr(settings, name).model_copy(update={"model": MODEL_PREFIX + name}) for name in AGENTS}
-    return settings.model_copy(update={"openai_api_key": "test-key", "openai_base_url": base_url,
+    agents = {f"{name}_model": MODEL_PREFIX + name for name in AGENTS}
+    return settings.model_copy(update={"openai_api_key": SecretStr("test-key"), "openai_base_url": base_url,
                                        "offline_mode": "off", "answer_cache_size": 0, **agents, **overrides})
 
 

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 from conftest import ATROPINE, ROOT, TEST_MODEL
+from pydantic import SecretStr
 from pydantic_ai import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
@@ -323,10 +324,10 @@ async def test_answer_cache_replays_and_ingestion_invalidates_it(kb_settings, se
 
 
 def test_offline_detection_is_not_fooled_by_chainlits_ci_key(kb_settings):
-    assert kb_settings.model_copy(update={"openai_api_key": "sk-FAKE-OPENAI-API-KEY"}).offline
-    assert kb_settings.model_copy(update={"openai_api_key": ""}).offline
-    assert not kb_settings.model_copy(update={"openai_api_key": "sk-real-looking-key"}).offline
-    assert kb_settings.model_copy(update={"openai_api_key": "sk-real", "offline_mode": "on"}).offline
+    assert kb_settings.model_copy(update={"openai_api_key": SecretStr("sk-FAKE-OPENAI-API-KEY")}).offline
+    assert kb_settings.model_copy(update={"openai_api_key": SecretStr("")}).offline
+    assert not kb_settings.model_copy(update={"openai_api_key": SecretStr("sk-real-looking-key")}).offline
+    assert kb_settings.model_copy(update={"openai_api_key": SecretStr("sk-real"), "offline_mode": "on"}).offline
 
 
 def test_cli_json_matches_the_design_contract(kb_settings, sample_kb):

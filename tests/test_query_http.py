@@ -95,8 +95,7 @@ async def test_persistent_server_errors_degrade_the_stage(kb_settings, searcher,
 
 async def test_a_timeout_degrades_instead_of_hanging(kb_settings, searcher, server, llm):
     llm.always["sufficiency_judge"] = Reply(delay=5)
-    sufficiency = kb_settings.sufficiency_judge.model_copy(update={"timeout": 0.5})
-    service = make_service(kb_settings, searcher, server, sufficiency_judge=sufficiency)
+    service = make_service(kb_settings, searcher, server, sufficiency_judge_timeout=0.3, sufficiency_judge_budget=0.5)
     _, result = await run(service)
     assert [d.component for d in result.degradations] == ["sufficiency"]
     assert result.sufficiency.sufficient and result.sufficiency.degraded
