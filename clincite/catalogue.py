@@ -12,18 +12,24 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from clincite.migrations import Migrations, apply_sqlite
 from clincite.shapes import Chunk, DocumentRecord
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS documents (
+catalogue_migrations = Migrations("catalogue")
+
+
+@catalogue_migrations
+def m001_initial(db: sqlite3.Connection) -> None:
+    """The schema of the first release (adopted in place when the tables already exist)."""
+    db.execute("""CREATE TABLE IF NOT EXISTS documents (
     source TEXT PRIMARY KEY,          -- the file name clinicians see cited
     path TEXT NOT NULL,
     title TEXT NOT NULL,
     file_hash TEXT NOT NULL,
     chunk_count INTEGER NOT NULL,
     ingested_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS chunks (
+)""")
+    db.execute("""CREATE TABLE IF NOT EXISTS chunks (
     id TEXT PRIMARY KEY,
     source TEXT NOT NULL REFERENCES documents(source) ON DELETE CASCADE,
     title TEXT NOT NULL,
@@ -33,10 +39,9 @@ CREATE TABLE IF NOT EXISTS chunks (
     "end" INTEGER NOT NULL,
     text TEXT NOT NULL,
     content_hash TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS chunks_source ON chunks(source, position);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
+)""")
+    db.execute("""CREATE INDEX IF NOT EXISTS chunks_source ON chunks(source, position)""")
+    db.execute("""CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""")
 
 
 class Catalogue:
@@ -48,7 +53,7 @@ class Catalogue:
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.executescript(SCHEMA)
+        self.schema_version = apply_sqlite(self._db, catalogue_migrations)
 
     def close(self) -> None:
         with self._lock:

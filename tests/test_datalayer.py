@@ -67,7 +67,7 @@ async def layer(request, tmp_path):
 
         engine = create_async_engine(url)  # a clean slate for each test
         async with engine.begin() as connection:
-            for table in ("answer_records", "feedbacks", "elements", "steps", "threads", "users"):
+            for table in ("answer_records", "feedbacks", "elements", "steps", "threads", "users", "_migrations"):
                 await connection.execute(text(f"DROP TABLE IF EXISTS {table} CASCADE"))
         await engine.dispose()
     settings = make_settings(tmp_path, database_url=url)

@@ -23,6 +23,7 @@ from chainlit.types import Feedback
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from clincite.migrations import Migrations, apply_async
 from clincite.settings import Settings
 from clincite.shapes import QueryResult
 
@@ -31,7 +32,7 @@ log = logging.getLogger("clincite.datalayer")
 FILES_ROUTE = "/clincite/files"
 
 # Columns follow Chainlit 2.12's to_dict() keys (the published DDL is stale: defaultOpen, autoCollapse, ...).
-SCHEMA = [
+INITIAL_SCHEMA = [
     """CREATE TABLE IF NOT EXISTS users (id TEXT PRIMARY KEY, identifier TEXT NOT NULL UNIQUE,
         metadata TEXT NOT NULL, "createdAt" TEXT)""",
     """CREATE TABLE IF NOT EXISTS threads (id TEXT PRIMARY KEY, "createdAt" TEXT, name TEXT,
@@ -59,15 +60,24 @@ SCHEMA = [
 ]
 
 
-async def ensure_schema(url: str) -> None:
-    """Create the tables on first start (idempotent)."""
+app_migrations = Migrations("app")
+
+
+@app_migrations
+async def m001_initial(connection) -> None:
+    """Chainlit 2.12's tables and the answer records (adopted in place when the tables already exist)."""
+    for statement in INITIAL_SCHEMA:
+        await connection.execute(text(statement))
+
+
+async def ensure_schema(url: str) -> int:
+    """Apply pending migrations at start; returns the schema version."""
     if url.startswith("sqlite"):
         Path(url.split("///", 1)[1]).parent.mkdir(parents=True, exist_ok=True)
     engine = create_async_engine(url)
     try:
         async with engine.begin() as connection:
-            for statement in SCHEMA:
-                await connection.execute(text(statement))
+            return await apply_async(connection, app_migrations)
     finally:
         await engine.dispose()
 
