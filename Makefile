@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 run: install
 	env -u CI CLINCITE_DEV_LOGIN=true $(BIN)/chainlit run app.py -h --host $(HOST) --port $(PORT)
 
-# Production-style: real accounts only (add them with `.venv/bin/python users.py add NAME`).
+# Production-style: real accounts only (add them with `.venv/bin/python -m clincite.users add NAME`).
 serve: install
 	env -u CI $(BIN)/chainlit run app.py -h --host $(HOST) --port $(PORT)
 

@@ -41,8 +41,8 @@ def app_server(tmp_path_factory):
     env.update({"DATA_DIR": str(data), "EMBEDDING_MODEL": TEST_MODEL, "SEMANTIC_THRESHOLD": "0",
                 "CHAINLIT_AUTH_SECRET": "browser-test-secret-" + "x" * 40})
     for name, password in USERS.items():
-        subprocess.run([sys.executable, "users.py", "add", name, "--password", password], cwd=ROOT, env=env,
-                       check=True, capture_output=True, timeout=60)
+        subprocess.run([sys.executable, "-m", "clincite.users", "add", name], input=f"{password}\n{password}\n", cwd=ROOT, env=env,
+                       check=True, capture_output=True, text=True, timeout=60)
     log = open(data / "server.log", "w")
     chainlit = os.path.join(os.path.dirname(sys.executable), "chainlit")
     server = subprocess.Popen([chainlit, "run", "app.py", "-h", "--host", "127.0.0.1", "--port", str(port)],
