@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from baselines import SERVICES  # noqa: E402
 from fake_clinical_llm import (  # noqa: E402
     DEFAULT_OUTPUT_TOKENS,
     AgentLatency,
@@ -48,7 +49,6 @@ from clincite.logs import quiet_libraries  # noqa: E402
 from clincite.search import HybridSearcher  # noqa: E402
 from clincite.settings import load_settings  # noqa: E402
 from clincite.shapes import AnswerDone, AnswerToken  # noqa: E402
-from query import TwoStageQueryService  # noqa: E402
 
 # Clinicians' questions over the sample KB; the ones marked True get an "insufficient" verdict (stage 2).
 QUESTIONS: list[tuple[str, bool]] = [
@@ -200,7 +200,7 @@ async def bench(questions: list[tuple[str, bool]], profile: Profile, log) -> dic
             settings = llm_settings(base_settings, base_url)
             rows: dict[str, list[dict]] = {}
             for pipeline in ("overlapped", "stage_serial", "serial"):
-                service = TwoStageQueryService(settings, searcher, pipeline=pipeline)
+                service = SERVICES[pipeline](settings, searcher)
                 await service.warm_up()
                 await run_question(service, "预热：近视是什么？", full=False)  # connection pool warm
                 rows[pipeline] = []

@@ -10,9 +10,12 @@ The user-message formats below are also what the offline models in `offline.py` 
 
 from __future__ import annotations
 
+import logging
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from pydantic_ai import Agent, ModelSettings, NativeOutput, PromptedOutput
+from pydantic_ai.exceptions import UnexpectedModelBehavior
 from pydantic_ai.models import Model
 from pydantic_ai.models.concurrency import ConcurrencyLimiter, limit_model_concurrency
 
@@ -25,6 +28,8 @@ from clincite.shapes import (
     SufficiencyOutput,
 )
 
+log = logging.getLogger("clincite.agents")
+UsageSink = Callable[[str, object], None]  # (agent name, pydantic-ai RunUsage)
 STRUCTURED_RETRIES = 1  # one more request after invalid output, then the stage degrades
 
 @dataclass
@@ -110,3 +115,31 @@ def _openai_models(settings: Settings):
     return client, {name: OpenAIChatModel(getattr(settings, name).model, provider=provider) for name in PROMPT_FILES}
 
 
+async def stream_list_items(agent: Agent, prompt: str, field_name: str, on_usage: UsageSink) -> AsyncIterator:
+    """Items of a list field as soon as each is complete (validated partials).
+
+    The last item of a partial may still be truncated, so it is only taken once the next one has begun or the stream
+    has ended. pydantic-ai cannot retry a streamed attempt whose output fails validation, so that case asks again
+    without streaming (with the agent's retries); items seen twice are de-duplicated by the caller.
+    """
+    taken = 0
+    try:
+        async with agent.iter(prompt) as run:
+            async for node in run:
+                if not Agent.is_model_request_node(node):
+                    continue
+                async with node.stream(run.ctx) as stream:
+                    async for partial in stream.stream_output(debounce_by=None):
+                        items = getattr(partial, field_name, None) or []
+                        for item in items[taken:-1]:
+                            yield item
+                        taken = max(taken, len(items) - 1)
+            on_usage(agent.name, run.usage)
+            output = run.result.output
+    except UnexpectedModelBehavior as exc:
+        log.info("Streamed %s output failed validation (%s); asking again without streaming", agent.name, exc)
+        result = await agent.run(prompt)
+        on_usage(agent.name, result.usage)
+        output, taken = result.output, 0
+    for item in getattr(output, field_name)[taken:]:
+        yield item

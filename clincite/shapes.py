@@ -147,22 +147,6 @@ class SufficiencyVerdict(BaseModel):
     degraded: bool = False
 
 
-class SearchStageState(BaseModel):
-    """Everything the two search stages found, as the answer generator receives it."""
-
-    question: str
-    history: list[ChatTurn] = Field(default_factory=list)
-    stage1_sub_queries: list[SubQuery] = Field(default_factory=list)
-    stage1_analyses: list[SubQueryAnalysis] = Field(default_factory=list)
-    needs_stage2: bool = False
-    stage2_sub_queries: list[SubQuery] = Field(default_factory=list)
-    stage2_analyses: list[SubQueryAnalysis] = Field(default_factory=list)
-
-    @property
-    def analyses(self) -> list[SubQueryAnalysis]:
-        return [*self.stage1_analyses, *self.stage2_analyses]
-
-
 class ChatTurn(BaseModel):
     role: Literal["user", "assistant"]
     content: str
@@ -289,4 +273,3 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 
-SearchStageState.model_rebuild()

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 import chainlit as cl
 from chainlit.types import ThreadDict
 
+from clincite.service import OFFLINE_BANNER, TwoStageQueryService
 from clincite.settings import Settings, load_settings
 from clincite.shapes import ChatTurn, QueryResult
 from clincite.users import UserStore, check_login
 from clincite.web.datalayer import ClinCiteDataLayer
 from clincite.web.render import ANSWER_AUTHOR
-from query import OFFLINE_BANNER, TwoStageQueryService
 
 log = logging.getLogger("clincite.app")
 BM25_ONLY_NOTICE = "语义检索不可用，当前仅使用 BM25 关键词检索（详见运行日志中的修复方法）。"

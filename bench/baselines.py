@@ -1,0 +1,35 @@
+"""The two baselines the pipeline benchmark runs (not estimates) next to the product's overlapped pipeline.
+
+    stage_serial  every stage waits for the previous one to finish (the judges of one stage still run together);
+                  no speculative answer
+    serial        the same, with the judges one after another
+
+They reuse the product's stage functions and change only the order of waiting, so the figures compare scheduling,
+not code paths.
+"""
+
+from __future__ import annotations
+
+from clincite.run import QuestionRun
+from clincite.service import TwoStageQueryService
+from clincite.shapes import DecompositionReady, SubQuery, SubQueryAnalysis
+from clincite.stages import decompose, judge, search
+
+
+class StageSerialService(TwoStageQueryService):
+    speculate = False
+
+    async def _stage1(self, run: QuestionRun) -> tuple[list[SubQuery], list[SubQueryAnalysis]]:
+        sub_queries = [sq async for sq in decompose(self.deps, run, stream=False)]
+        run.emit(DecompositionReady(sub_queries=sub_queries))
+        every = [SubQuery(id="q0", text=run.question, focus="原问题"), *sub_queries]
+        hits = await search(self.deps, run, every, stage=1)
+        return sub_queries, await self._judge_all(run, every, hits, stage=1)
+
+
+class SerialService(StageSerialService):
+    async def _judge_all(self, run: QuestionRun, sub_queries: list[SubQuery], hits, stage: int):
+        return [await judge(self.deps, run, sq, found, stage) for sq, found in zip(sub_queries, hits, strict=True)]
+
+
+SERVICES = {"overlapped": TwoStageQueryService, "stage_serial": StageSerialService, "serial": SerialService}

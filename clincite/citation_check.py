@@ -1,0 +1,27 @@
+"""Citation check: every quote of a report looked up in the chunks of the source it names (off the event loop)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from clincite.catalogue import Catalogue
+from clincite.citations import parse_citations, verify_citations
+from clincite.naming import strip_source_name
+from clincite.shapes import Chunk, Citation
+
+
+def check_citations(answer: str, catalogue: Catalogue) -> list[Citation]:
+    citations = parse_citations(answer)
+    if not citations:
+        return []
+    named = {strip_source_name(c.source) for c in citations}
+    chunks: dict[str, list[Chunk]] = {
+        source: catalogue.chunks_of(source)
+        for source in catalogue.documents() if strip_source_name(source) in named
+    }
+    return verify_citations(citations, chunks)
+
+
+async def check_citations_async(answer: str, catalogue: Catalogue) -> list[Citation]:
+    """A quote that is not found is compared against every chunk of its document: seconds on a large one."""
+    return await asyncio.to_thread(check_citations, answer, catalogue)
