@@ -21,6 +21,7 @@ from clincite.answer_cache import AnswerCache, replay
 from clincite.answering import stream_answer
 from clincite.citation_check import check_citations_async
 from clincite.kb import KnowledgeBase
+from clincite.llm_slots import open_question_slots
 from clincite.run import QuestionRun
 from clincite.search import HybridSearcher
 from clincite.settings import Settings
@@ -48,6 +49,7 @@ from clincite.stages import (
 )
 
 OFFLINE_BANNER = "离线演示模式：未配置大语言模型，回答由规则从原文抽取拼接，仅供演示。"
+STAGE2_SKIPPED = "前面的步骤用时过长：已跳过第二阶段检索，直接依据已找到的证据回答。"
 EMPTY_KB_NOTICE = "知识库为空：请先运行 `python ingest.py 文档目录/` 导入指南文档。"
 
 
@@ -125,13 +127,17 @@ class TwoStageQueryService:
     # --- the story of one question ---
     async def _answer_question(self, run: QuestionRun) -> None:
         deps = self.deps
-        self._opening_notices(run)
+        open_question_slots(self.settings.llm_max_concurrency_per_question)
+        await self._opening_notices(run)
         run.sub_queries, run.stage1 = await self._stage1(run)
         async with asyncio.TaskGroup() as tasks:
             gate = AnswerGate()
             speculative = tasks.create_task(stream_answer(deps, run, run.stage1, gate)) if self.speculate else None
             run.verdict = await judge_sufficiency(deps, run, run.stage1)
-            if run.verdict.sufficient:
+            too_late = not run.verdict.sufficient and run.elapsed() > self.settings.stage2_deadline
+            if too_late:
+                run.degrade("stage2", STAGE2_SKIPPED, f"verdict at {run.elapsed():.1f} s, after STAGE2_DEADLINE")
+            if run.verdict.sufficient or too_late:
                 gate.release()
                 answer = await (speculative or stream_answer(deps, run, run.stage1, AnswerGate.opened()))
             else:
@@ -145,10 +151,10 @@ class TwoStageQueryService:
         search_mode = "bm25" if self.searcher.bm25_only else "hybrid"
         run.emit(AnswerDone(result=run.result(self.agents.mode, search_mode, answer, citations)))
 
-    def _opening_notices(self, run: QuestionRun) -> None:
+    async def _opening_notices(self, run: QuestionRun) -> None:
         if self.agents.mode == "offline":
             run.emit(NoticeEvent(kind="offline", message=OFFLINE_BANNER))
-        if self.kb.catalogue.document_count() == 0:
+        if await asyncio.to_thread(self.kb.catalogue.document_count) == 0:
             run.emit(NoticeEvent(kind="empty_kb", message=EMPTY_KB_NOTICE))
 
     async def _stage1(self, run: QuestionRun) -> tuple[list[SubQuery], list[SubQueryAnalysis]]:
