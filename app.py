@@ -14,10 +14,14 @@ from __future__ import annotations
 import logging
 
 import chainlit as cl
+from chainlit.server import app as fastapi_app
 from chainlit.types import ThreadDict
+from fastapi import Request, Response
 
 from clincite.shapes import ChatTurn
 from clincite.web import state
+from clincite.web.auth import install as install_session_guard
+from clincite.web.auth import logout_hook
 from clincite.web.render import NOTICE_AUTHOR, ChainlitRenderer
 from clincite.web.startup import STARTERS, prepare_auth_secret, start_app
 
@@ -26,6 +30,8 @@ log = logging.getLogger("clincite.app")
 # Chainlit checks for CHAINLIT_AUTH_SECRET right after importing this file and before any start-up hook runs, so
 # this is the one thing done at import: read the installation's secret (creating it, 0600, on the very first run).
 prepare_auth_secret()
+# Also before the server starts (Starlette freezes its middleware then): every request passes the session guard.
+install_session_guard(fastapi_app)
 
 
 @cl.data_layer
@@ -41,6 +47,11 @@ async def on_startup() -> None:
 @cl.password_auth_callback
 async def login(username: str, password: str) -> cl.User | None:
     return await state.current().login(username, password)
+
+
+@cl.on_logout
+async def on_logout(request: Request, response: Response) -> dict:
+    return await logout_hook(request)  # ends the session everywhere: the old cookie and open sockets stop working
 
 
 @cl.set_starters

@@ -26,7 +26,7 @@ from clincite.shapes import AnswerDone
 from clincite.terminal import TerminalRenderer
 
 __all__ = ["OFFLINE_BANNER", "TwoStageQueryService", "main"]
-RETRIEVE_FIELDS = {"chunk_id", "source", "title", "heading_path", "text", "bm25", "semantic", "found_by"}
+RETRIEVE_FIELDS = {"chunk_id", "source", "title", "heading_path", "pages", "text", "bm25", "semantic", "found_by"}
 
 
 async def _run_cli(args: argparse.Namespace) -> int:

@@ -1,11 +1,12 @@
 """The four pydantic-ai agents of ClinCite and the user messages they receive.
 
-    agents = build_agents(get_settings())        # OpenAI-compatible endpoint, or offline models without a key
+    agents = build_agents(get_settings())        # the OpenAI-compatible endpoint of the settings
     result = await agents.relevance_judge.run(judge_prompt(sub_query, question, hits))
 
 Instructions come from `prompts/*.txt`; model, temperature, max_tokens and timeout per agent from settings. One
 `AsyncOpenAI` client (bounded retries with backoff for 429/5xx) and one concurrency limiter are shared by all four.
-The user-message formats below are also what the offline models in `offline.py` read.
+The pipeline reaches them through `clincite.reasoner.LLMReasoner`; offline mode does not use agents at all
+(`clincite.offline`). Tests pass their own `models` (FunctionModels) or `.override(model=…)` one agent.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pydantic_ai.exceptions import UnexpectedModelBehavior
 from pydantic_ai.models import Model
 from pydantic_ai.models.concurrency import ConcurrencyLimiter, limit_model_concurrency
 
+from clincite.llm_slots import QuestionCappedModel
 from clincite.prompts import PROMPT_FILES, load_prompt
 from clincite.settings import AgentSettings, Settings
 from clincite.shapes import (
@@ -40,7 +42,7 @@ class Agents:
     answer_generation: Agent[None, str]
     mode: Mode
     settings: Settings
-    client: object | None = None  # the shared AsyncOpenAI client (None offline)
+    client: object | None = None  # the shared AsyncOpenAI client (None with injected models)
 
     async def open_connection(self, timeout: float = 5.0) -> None:
         """Open the pooled HTTPS connection before the first question (TCP + TLS cost ~100–300 ms once)."""
@@ -67,15 +69,11 @@ def _output_spec(output_type: type, mode: str):
     return output_type  # tool calling, with a JSON-text fallback
 
 
-def build_agents(settings: Settings, offline: bool | None = None) -> Agents:
-    """The four agents on the configured endpoint, or on the deterministic offline models when there is no key."""
-    offline = settings.offline if offline is None else offline
+def build_agents(settings: Settings, models: dict[str, Model] | None = None) -> Agents:
+    """The four agents on the configured endpoint, or on the given `models` (tests: in-process fake models)."""
     limiter = ConcurrencyLimiter(max_running=settings.llm_max_concurrency, name="llm")
     client = None
-    if offline:
-        import clincite.offline as offline_models
-
-        models: dict[str, Model] = offline_models.build_models(settings)
+    if models is not None:
         output_mode = "tool"
     else:
         client, models = _openai_models(settings)
@@ -83,7 +81,7 @@ def build_agents(settings: Settings, offline: bool | None = None) -> Agents:
 
     def agent(name: str, output_type):
         return Agent(
-            limit_model_concurrency(models[name], limiter),
+            QuestionCappedModel(limit_model_concurrency(models[name], limiter)),
             output_type=_output_spec(output_type, output_mode) if output_type is not str else str,
             instructions=load_prompt(name),
             model_settings=agent_model_settings(getattr(settings, name)),
@@ -96,7 +94,7 @@ def build_agents(settings: Settings, offline: bool | None = None) -> Agents:
         relevance_judge=agent("relevance_judge", JudgeOutput),
         sufficiency_judge=agent("sufficiency_judge", SufficiencyOutput),
         answer_generation=agent("answer_generation", str),
-        mode="offline" if offline else "llm",
+        mode="llm",
         settings=settings,
         client=client,
     )

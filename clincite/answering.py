@@ -1,17 +1,20 @@
-"""The answer stage: the report streamed through the speculation gate, with a fallback that never loses evidence.
+"""The answer stage: the report streamed through the speculation gate, with fallbacks that never lose evidence.
 
-If generation fails before its first token the clinician gets the evidence found, verbatim; if it fails midway,
-what streamed so far plus the sources. Both are visible as a `DegradedEvent`.
+- No token within ANSWER_FIRST_TOKEN_BUDGET seconds (LLM mode): the extractive report of `clincite.offline`,
+  every sentence verbatim from the judged extracts, marked as degraded.
+- Generation fails before its first token: the evidence found, verbatim; fails midway: what streamed so far plus the
+  sources. All of them are visible as a `DegradedEvent`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+from contextlib import aclosing
 
 from clincite.citations import format_evidence_item
 from clincite.naming import display_source
-from clincite.prompts import answer_prompt
+from clincite.offline import OfflineReasoner
 from clincite.run import QuestionRun
 from clincite.shapes import STAGE_LABELS, AnswerToken, StageStarted, SubQueryAnalysis
 from clincite.speculation import AnswerGate
@@ -20,41 +23,71 @@ from clincite.stages import Deps
 FALLBACK_PIECE = 40  # characters per token event of a fallback section
 MIDWAY_NOTICE = "\n\n> ⚠️ 回答生成中途中断，以上为已生成的部分；以下列出已检索到的原文来源。\n\n"
 FAILED_NOTICE = "> ⚠️ 回答生成失败，以下直接列出已检索到的原文证据（未经模型归纳）。\n\n"
+LATE_NOTICE = "⚠️ 回答模型在 {budget:g} 秒内没有开始输出，以下报告改为直接从已判断为相关的原文中逐字抽取，未经模型归纳。"
 
 
-async def stream_answer(deps: Deps, run: QuestionRun, analyses: list[SubQueryAnalysis], gate: AnswerGate) -> str:
+class FirstTokenLate(Exception):
+    """The answer model produced nothing within the first-token budget."""
+
+    def __init__(self, budget: float):
+        super().__init__(f"no answer token within {budget:g} s")
+        self.budget = budget
+
+
+async def stream_answer(deps: Deps, run: QuestionRun, analyses: list[SubQueryAnalysis], gate: AnswerGate,
+                        gaps: list[str] | None = None) -> str:
     """Stream the report once the gate opens; returns its text ("" when the gate dropped it)."""
     started = run.elapsed()
-    agent = deps.agents.answer_generation
+    gaps = list(gaps or [])
     text = ""
     try:
         async with asyncio.timeout(deps.settings.answer_generation.budget):
-            async with agent.run_stream(answer_prompt(run.question, run.history, analyses)) as stream:
-                deltas = stream.stream_text(delta=True, debounce_by=None)
-                try:
-                    async for delta in deltas:
-                        if not text and not await _open(run, gate):
-                            return ""
-                        text += delta
-                        run.emit(AnswerToken(text=delta))
-                finally:
-                    # Closed here, inside the run's context: left to the garbage collector, a cancelled stream's
-                    # generators log "generator didn't stop after athrow()".
-                    await deltas.aclose()
-                run.add_usage("answer_generation", stream.usage)
+            stream = deps.reasoner.answer(run.question, run.history, analyses, gaps, run.add_usage)
+            budget = _first_token_budget(deps)
+            async with aclosing(stream) as deltas, aclosing(_with_first_token_budget(deltas, budget)) as timed:
+                async for delta in timed:
+                    if not text and not await open_answer(run, gate):
+                        return ""
+                    text += delta
+                    run.emit(AnswerToken(text=delta))
     except asyncio.CancelledError:
         raise
+    except FirstTokenLate as exc:
+        if not await open_answer(run, gate):
+            return ""
+        text = _extractive(run, analyses, gaps, exc)
     except Exception as exc:
-        if not text and not await _open(run, gate):
+        if not text and not await open_answer(run, gate):
             return ""
         text += _fallback(run, analyses, text, exc)
-    if not text and not await _open(run, gate):
+    if not text and not await open_answer(run, gate):
         return ""
     run.finish("answer", started)
     return text
 
 
-async def _open(run: QuestionRun, gate: AnswerGate) -> bool:
+def _first_token_budget(deps: Deps) -> float | None:
+    # The offline report is computed locally and starts at once: only a model can be late.
+    return deps.settings.answer_first_token_budget if deps.reasoner.mode == "llm" else None
+
+
+async def _with_first_token_budget(deltas, budget: float | None):
+    """The deltas, but the first must come within `budget` seconds (awaited in this task: the model's stream
+    context is entered and left in the same task)."""
+    if budget is not None:
+        try:
+            async with asyncio.timeout(budget):
+                first = await anext(deltas)
+        except TimeoutError:
+            raise FirstTokenLate(budget) from None
+        except StopAsyncIteration:
+            return
+        yield first
+    async for delta in deltas:
+        yield delta
+
+
+async def open_answer(run: QuestionRun, gate: AnswerGate) -> bool:
     """Wait for the verdict; the answer step starts for the user only when its tokens can be shown."""
     if not await gate.wait_open():
         return False
@@ -62,6 +95,18 @@ async def _open(run: QuestionRun, gate: AnswerGate) -> bool:
         run.answer_started_at = run.elapsed()
         run.emit(StageStarted(stage="answer", label=STAGE_LABELS["answer"]))
     return True
+
+
+def _emit_pieces(run: QuestionRun, text: str) -> None:
+    for i in range(0, len(text), FALLBACK_PIECE):
+        run.emit(AnswerToken(text=text[i:i + FALLBACK_PIECE]))
+
+
+def _extractive(run: QuestionRun, analyses: list[SubQueryAnalysis], gaps: list[str], exc: FirstTokenLate) -> str:
+    run.degrade("answer", "回答模型首字过慢：已改为从原文逐字抽取的报告。", exc)
+    report = OfflineReasoner(notice=LATE_NOTICE.format(budget=exc.budget)).report(analyses, gaps)
+    _emit_pieces(run, report)
+    return report
 
 
 def _fallback(run: QuestionRun, analyses: list[SubQueryAnalysis], text: str, exc: Exception) -> str:
@@ -72,8 +117,7 @@ def _fallback(run: QuestionRun, analyses: list[SubQueryAnalysis], text: str, exc
         notice = FAILED_NOTICE
         run.degrade("answer", "回答生成失败：已改为直接列出检索到的原文证据。", exc)
     tail = notice + sources_section(analyses, first_number=_last_marker(text) + 1)
-    for i in range(0, len(tail), FALLBACK_PIECE):
-        run.emit(AnswerToken(text=tail[i:i + FALLBACK_PIECE]))
+    _emit_pieces(run, tail)
     return tail
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +16,9 @@ from clincite.tokenizer import Tokenizer
 
 BM25_K1 = 1.5
 BM25_B = 0.75
-
-
+META_FILE = "clincite.json"
+POINTER_FILE = "current.json"
+KEEP_PREVIOUS = 1  # versions kept besides the current one: a reader may still be loading the one before
 
 class BM25Index:
     """A bm25s index over jieba tokens, saved in the KB directory with the chunk ids it covers.
@@ -29,7 +32,7 @@ class BM25Index:
         self.version = version
 
     @classmethod
-    def build(cls, chunks: list[Chunk], tokenizer: Tokenizer, version: int) -> "BM25Index":
+    def build(cls, chunks: list[Chunk], tokenizer: Tokenizer, version: int) -> BM25Index:
         bm25s = _import_bm25s()
         corpus_tokens = tokenizer.tokenize_many([c.index_text for c in chunks])
         retriever = bm25s.BM25(method="atire", idf_method="robertson", k1=BM25_K1, b=BM25_B)
@@ -38,30 +41,51 @@ class BM25Index:
         return cls(retriever if chunks else None, [c.id for c in chunks], version)
 
     def save(self, directory: Path) -> None:
-        """Write to a temporary folder, then swap it in: a crash never leaves a half-written index."""
-        tmp = directory.with_name(directory.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
+        """Publish this index: a new version folder, then an atomic switch of `current.json` to it.
+
+        Readers (the app) memory-map whichever version `current.json` names, so a reader never sees a half-written
+        or renamed folder; only ingest (one process, under the KB's ingest lock) calls this.
+        """
+        directory.mkdir(parents=True, exist_ok=True)
+        _remove_legacy_layout(directory)
+        name = f"v{self.version:08d}-{uuid.uuid4().hex[:8]}"
+        tmp = directory / f".tmp-{name}"
+        tmp.mkdir()
         if self._retriever is not None:
             self._retriever.save(str(tmp))
-        (tmp / "clincite.json").write_text(
-            json.dumps({"version": self.version, "chunk_ids": self.chunk_ids}), encoding="utf-8"
-        )
-        old = directory.with_name(directory.name + ".old")
-        shutil.rmtree(old, ignore_errors=True)
-        if directory.exists():
-            directory.rename(old)
-        tmp.rename(directory)
-        shutil.rmtree(old, ignore_errors=True)
+        (tmp / META_FILE).write_text(json.dumps({"version": self.version, "chunk_ids": self.chunk_ids}),
+                                     encoding="utf-8")
+        _fsync_tree(tmp)
+        tmp.rename(directory / name)
+        pointer = directory / f".{POINTER_FILE}.tmp"
+        with pointer.open("w", encoding="utf-8") as f:
+            json.dump({"version": self.version, "dir": name}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(pointer, directory / POINTER_FILE)
+        _prune_versions(directory, keep={name})
+
+    @staticmethod
+    def published(directory: Path) -> dict | None:
+        """`{"version": n, "dir": name}` of the published index, or None (cheap: one small file)."""
+        try:
+            return json.loads((directory / POINTER_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
 
     @classmethod
-    def load(cls, directory: Path) -> "BM25Index | None":
-        meta_file = directory / "clincite.json"
-        if not meta_file.exists():
+    def load(cls, directory: Path) -> BM25Index | None:
+        """The published index (memory-mapped), or None when there is none."""
+        pointer = cls.published(directory)
+        if pointer is not None:
+            folder = directory / pointer["dir"]
+        elif (directory / META_FILE).exists():  # the layout before versioned folders
+            folder = directory
+        else:
             return None
         bm25s = _import_bm25s()
-        meta = json.loads(meta_file.read_text(encoding="utf-8"))
-        retriever = bm25s.BM25.load(str(directory), mmap=True) if meta["chunk_ids"] else None
+        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+        retriever = bm25s.BM25.load(str(folder), mmap=True) if meta["chunk_ids"] else None
         return cls(retriever, meta["chunk_ids"], int(meta["version"]))
 
     def top_k(self, query_tokens: list[str], k: int, threshold: float) -> list[tuple[str, float]]:
@@ -92,3 +116,33 @@ def _as_tokenized(corpus_tokens: list[list[str]]):
     ids = [[vocab.setdefault(t, len(vocab)) for t in doc] for doc in corpus_tokens]
     return bm25s.tokenization.Tokenized(ids=ids, vocab=vocab)
 
+
+
+def _fsync_tree(folder: Path) -> None:
+    for path in folder.iterdir():
+        with path.open("rb") as f:
+            os.fsync(f.fileno())
+
+
+def _remove_legacy_layout(directory: Path) -> None:
+    """Files of the old single-folder layout and its bm25.tmp / bm25.old siblings (pre-versioning KBs)."""
+    if (directory / META_FILE).exists():
+        for path in directory.iterdir():
+            if path.is_file() and path.name != POINTER_FILE:
+                path.unlink()
+    for sibling in (".tmp", ".old"):
+        shutil.rmtree(directory.with_name(directory.name + sibling), ignore_errors=True)
+
+
+def _prune_versions(directory: Path, keep: set[str]) -> None:
+    """Remove version folders older than the current one and the one before it, and crashed temporary folders.
+
+    A reader that memory-mapped a removed version keeps its pages (Linux keeps unlinked files alive while mapped).
+    """
+    versions = sorted(p for p in directory.iterdir() if p.is_dir() and p.name.startswith("v"))
+    old = [p for p in versions if p.name not in keep]
+    for path in old[: max(0, len(old) - KEEP_PREVIOUS)]:
+        shutil.rmtree(path, ignore_errors=True)
+    for path in directory.iterdir():
+        if path.is_dir() and path.name.startswith(".tmp-"):
+            shutil.rmtree(path, ignore_errors=True)

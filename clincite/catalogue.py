@@ -12,7 +12,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from clincite.migrations import Migrations, apply_sqlite
+from clincite.migrations import Migrations, apply_sqlite, sqlite_columns
+from clincite.naming import remember_title
 from clincite.shapes import Chunk, DocumentRecord
 
 catalogue_migrations = Migrations("catalogue")
@@ -42,6 +43,22 @@ def m001_initial(db: sqlite3.Connection) -> None:
 )""")
     db.execute("""CREATE INDEX IF NOT EXISTS chunks_source ON chunks(source, position)""")
     db.execute("""CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""")
+
+
+@catalogue_migrations
+def m002_chunk_pages(db: sqlite3.Connection) -> None:
+    """The pages a chunk spans (JSON [first, last]; NULL for formats without pages): cited as 第 N 页."""
+    if "pages" not in sqlite_columns(db, "chunks"):
+        db.execute("ALTER TABLE chunks ADD COLUMN pages TEXT")
+
+
+CHUNK_COLUMNS = 'id, source, title, heading_path, position, start, "end", text, content_hash, pages'
+
+
+@catalogue_migrations
+def m003_documents_by_hash(db: sqlite3.Connection) -> None:
+    """Ingest looks documents up by content hash: an identical file is reported as a duplicate of the first."""
+    db.execute("CREATE INDEX IF NOT EXISTS documents_file_hash ON documents(file_hash)")
 
 
 class Catalogue:
@@ -76,7 +93,16 @@ class Catalogue:
             rows = self._db.execute(
                 "SELECT source, path, title, file_hash, chunk_count, ingested_at FROM documents ORDER BY source"
             ).fetchall()
+        for row in rows:
+            remember_title(row[0], row[2])
         return {r[0]: DocumentRecord(**dict(zip(DocumentRecord.model_fields, r))) for r in rows}
+
+    def source_with_hash(self, file_hash: str, other_than: str) -> str | None:
+        """A document (other than `other_than`) whose file has exactly this content hash."""
+        with self._lock:
+            row = self._db.execute("SELECT source FROM documents WHERE file_hash=? AND source<>? ORDER BY source "
+                                   "LIMIT 1", (file_hash, other_than)).fetchone()
+        return row[0] if row else None
 
     def chunk_ids(self, source: str | None = None) -> list[str]:
         with self._lock:
@@ -96,18 +122,19 @@ class Catalogue:
             for start in range(0, len(ids), 500):
                 part = ids[start : start + 500]
                 marks = ",".join("?" * len(part))
-                for row in self._db.execute(f"SELECT * FROM chunks WHERE id IN ({marks})", part):
+                for row in self._db.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", part):
                     found[row[0]] = _row_to_chunk(row)
         return found
 
     def all_chunks(self) -> list[Chunk]:
         with self._lock:
-            rows = self._db.execute("SELECT * FROM chunks ORDER BY source, position").fetchall()
+            rows = self._db.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks ORDER BY source, position").fetchall()
         return [_row_to_chunk(r) for r in rows]
 
     def chunks_of(self, source: str) -> list[Chunk]:
         with self._lock:
-            rows = self._db.execute("SELECT * FROM chunks WHERE source=? ORDER BY position", (source,)).fetchall()
+            rows = self._db.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE source=? ORDER BY position",
+                                    (source,)).fetchall()
         return [_row_to_chunk(r) for r in rows]
 
     # --- writes (each one transaction, each one version bump) ---
@@ -124,9 +151,10 @@ class Catalogue:
                      record.ingested_at),
                 )
                 db.executemany(
-                    'INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?)',
+                    f"INSERT INTO chunks ({CHUNK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
                     [(c.id, c.source, c.title, json.dumps(c.heading_path, ensure_ascii=False), c.position,
-                      c.start, c.end, c.text, c.content_hash) for c in chunks],
+                      c.start, c.end, c.text, c.content_hash, json.dumps(c.pages) if c.pages else None)
+                     for c in chunks],
                 )
                 self._bump_version()
                 db.execute("COMMIT")
@@ -155,8 +183,9 @@ class Catalogue:
 
 
 def _row_to_chunk(row: tuple[Any, ...]) -> Chunk:
-    cid, source, title, heading_path, position, start, end, text, chash = row
+    cid, source, title, heading_path, position, start, end, text, chash, pages = row
+    remember_title(source, title)
     return Chunk(id=cid, source=source, title=title, heading_path=json.loads(heading_path), position=position,
-                 start=start, end=end, text=text, content_hash=chash)
+                 start=start, end=end, text=text, content_hash=chash, pages=json.loads(pages) if pages else None)
 
 

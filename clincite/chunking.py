@@ -7,11 +7,19 @@ from collections import Counter
 from dataclasses import dataclass
 
 from clincite.kb import chunk_id, content_hash
-from clincite.loaders import LoadedDocument
+from clincite.loaders import LoadedDocument, SkipFile
 from clincite.shapes import Chunk
 
 SENTENCE_END = "。！？；!?;"
 CLAUSE_END = "，、,：:"
+
+
+class TooManyChunks(SkipFile):
+    """A document that would need more chunks than INGEST_MAX_CHUNKS_PER_DOCUMENT allows."""
+
+
+def _cut_heading(heading: str, limit: int | None) -> str:
+    return heading if limit is None or len(heading) <= limit else heading[: limit - 1] + "…"
 
 
 @dataclass
@@ -73,32 +81,47 @@ def _cut_long(text: str, start: int, end: int, max_chars: int) -> list[Span]:
     return spans
 
 
-def document_spans(document: LoadedDocument, max_chars: int) -> list[Span]:
-    """Heading lines and sentences of the whole document, each tagged with its section and heading path."""
+def document_spans(document: LoadedDocument, max_chars: int, max_heading_chars: int | None = None) -> list[Span]:
+    """Heading lines and sentences of the whole document, each tagged with its section and heading path.
+
+    A heading line longer than `max_heading_chars` is indexed as body text, and heading-path entries are cut to that
+    length: a 1 MB "heading" would otherwise ride along in every chunk's metadata and index text.
+    """
     spans: list[Span] = []
     for index, section in enumerate(document.sections):
-        path = tuple(section.heading_path)
+        path = tuple(_cut_heading(h, max_heading_chars) for h in section.heading_path)
         if section.heading_start is not None:
-            line_end = document.text.index("\n", section.heading_start) if "\n" in document.text[
-                section.heading_start:section.start] else section.start
-            spans.append(Span(section.heading_start, line_end, paragraph_end=True, heading=True,
-                              section=index, path=path))
+            line_end = document.text.find("\n", section.heading_start, section.start)
+            line_end = section.start if line_end < 0 else line_end
+            if max_heading_chars is not None and line_end - section.heading_start > max_heading_chars:
+                for span in split_sentences(document.text, section.heading_start, line_end, max_chars):
+                    span.section, span.path = index, path
+                    spans.append(span)
+            else:
+                spans.append(Span(section.heading_start, line_end, paragraph_end=True, heading=True,
+                                  section=index, path=path))
         for span in split_sentences(document.text, section.start, section.end, max_chars):
             span.section, span.path = index, path
             spans.append(span)
     return spans
 
 
-def chunk_document(document: LoadedDocument, source: str, min_chars: int = 300, max_chars: int = 500) -> list[Chunk]:
+def chunk_document(document: LoadedDocument, source: str, min_chars: int = 300, max_chars: int = 500,
+                   max_heading_chars: int | None = None, max_chunks: int | None = None) -> list[Chunk]:
     """Pack sentences into chunks of ~min..max characters with one sentence of overlap.
 
     A chunk ends at a paragraph end once it has min_chars. It crosses into the next subsection (taking that heading
-    line along) only while it is still short and both lie under the same top-level heading.
+    line along) only while it is still short and both lie under the same top-level heading. More than `max_chunks`
+    chunks raises TooManyChunks (a SkipFile) before any chunk text is copied.
     """
-    spans = document_spans(document, max_chars)
+    spans = document_spans(document, max_chars, max_heading_chars)
+    groups = _pack(spans, min_chars, max_chars)
+    if max_chunks is not None and len(groups) > max_chunks:
+        raise TooManyChunks(f"切分后有 {len(groups)} 个片段，超过上限 {max_chunks}"
+                            f"（INGEST_MAX_CHUNKS_PER_DOCUMENT），文件过大，已跳过 (too many chunks)")
     chunks: list[Chunk] = []
     occurrences: Counter[str] = Counter()
-    for first, last in _pack(spans, min_chars, max_chars):
+    for first, last in groups:
         start, end = spans[first].start, spans[last].end
         text = document.text[start:end]
         text_hash = content_hash(text)
@@ -106,9 +129,15 @@ def chunk_document(document: LoadedDocument, source: str, min_chars: int = 300, 
         chunks.append(Chunk(
             id=chunk_id(source, text_hash, occurrences[text_hash]), source=source, title=document.title,
             heading_path=list(_common_prefix([s.path for s in spans[first:last + 1]])), position=len(chunks),
-            start=start, end=end, text=text, content_hash=text_hash,
+            start=start, end=end, text=text, content_hash=text_hash, pages=_pages(document, start, end),
         ))
     return chunks
+
+
+def _pages(document: LoadedDocument, start: int, end: int) -> list[int] | None:
+    """[first, last] page of a passage (PDF); None for formats without pages."""
+    first = document.page_at(start)
+    return None if first is None else [first, document.page_at(max(start, end - 1))]
 
 
 def _can_join(spans: list[Span], first: int, nxt: int, min_chars: int, max_chars: int) -> bool:

@@ -6,7 +6,7 @@ import asyncio
 
 from clincite.catalogue import Catalogue
 from clincite.citations import parse_citations, verify_citations
-from clincite.naming import strip_source_name
+from clincite.naming import source_names, strip_source_name
 from clincite.shapes import Chunk, Citation
 
 
@@ -17,7 +17,7 @@ def check_citations(answer: str, catalogue: Catalogue) -> list[Citation]:
     named = {strip_source_name(c.source) for c in citations}
     chunks: dict[str, list[Chunk]] = {
         source: catalogue.chunks_of(source)
-        for source in catalogue.documents() if strip_source_name(source) in named
+        for source, record in catalogue.documents().items() if source_names(source, record.title) & named
     }
     return verify_citations(citations, chunks)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from clincite.naming import strip_source_name
+from clincite.naming import source_names, strip_source_name
 from clincite.shapes import Chunk, Citation
 
 _ITEM = re.compile(r"\*\*\s*【(\d+)】\s*(.*?)\s*\*\*", re.S)
@@ -71,7 +71,8 @@ def find_quote(quote: str, chunks: list[Chunk]) -> Chunk | None:
 
 def verify_citations(citations: list[Citation], chunks_by_source: dict[str, list[Chunk]]) -> list[Citation]:
     """Mark each citation verified when its quote is found in a chunk of the source it names."""
-    by_name = {strip_source_name(source): chunks for source, chunks in chunks_by_source.items()}
+    by_name = {name: chunks for source, chunks in chunks_by_source.items()
+               for name in source_names(source, chunks[0].title if chunks else None)}
     checked = []
     for citation in citations:
         chunk = find_quote(citation.quote, by_name.get(strip_source_name(citation.source), []))
@@ -79,6 +80,7 @@ def verify_citations(citations: list[Citation], chunks_by_source: dict[str, list
             "verified": chunk is not None,
             "chunk_id": chunk.id if chunk else None,
             "heading_path": chunk.heading_path if chunk else [],
+            "pages": chunk.pages if chunk else None,
         }))
     return checked
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -122,6 +123,50 @@ class Embedder:
         return np.stack([known[q] for q in queries]) if queries else np.zeros((0, 0))
 
 
+class HashingEmbedder(Embedder):
+    """A deterministic embedder without a model: character 1-3-grams hashed into a normalised 256-d vector.
+
+    Same interface and query cache as `Embedder` (only the model differs), so the code above it runs unchanged. For
+    the logic tests and pipeline benchmarks: no torch import, no download, the same vector on every machine. It is
+    lexical, not semantic (texts sharing characters are close): selectable with `EMBEDDING_MODEL=hashing-char-ngrams`
+    for a test server, never a substitute for a real model.
+    """
+
+    NAME = "hashing-char-ngrams"
+
+    def __init__(self, model: str = NAME, device: str = "cpu", batch_size: int = 32, dim: int = 256):
+        super().__init__(model, device, batch_size)
+        self.dim = dim
+
+    def _load_model(self) -> _HashedNgrams:
+        return _HashedNgrams(self.dim)
+
+
+class _HashedNgrams:
+    """The `encode` of a sentence-transformers model, computed by feature hashing (blake2b: stable across runs)."""
+
+    NGRAMS = (1, 2, 3)
+
+    def __init__(self, dim: int):
+        self.dim = dim
+
+    def encode(self, texts: list[str], normalize_embeddings: bool = True, **_options) -> np.ndarray:
+        vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            text = "".join(text.lower().split())
+            for n in self.NGRAMS:
+                for i in range(len(text) - n + 1):
+                    digest = hashlib.blake2b(text[i:i + n].encode("utf-8"), digest_size=8).digest()
+                    value = int.from_bytes(digest, "little")
+                    vectors[row, value % self.dim] += 1.0 if value >> 63 else -1.0
+            norm = float(np.linalg.norm(vectors[row]))
+            if norm == 0.0:  # an empty text: any fixed unit vector (cosine needs a non-zero norm)
+                vectors[row, 0], norm = 1.0, 1.0
+            if normalize_embeddings:
+                vectors[row] /= norm
+        return vectors
+
+
 def _offline_hub() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
 
@@ -156,6 +201,8 @@ def get_embedder(settings: Settings) -> Embedder:
     """The process-wide embedder of the configured model (loaded lazily on first use)."""
     key = (settings.embedding_model, settings.embedding_device)
     with _EMBEDDERS_LOCK:
+        if key not in _EMBEDDERS and settings.embedding_model == HashingEmbedder.NAME:
+            _EMBEDDERS[key] = HashingEmbedder(batch_size=settings.embedding_batch_size)
         if key not in _EMBEDDERS:
             _EMBEDDERS[key] = Embedder(settings.embedding_model, settings.embedding_device,
                                        settings.embedding_batch_size)

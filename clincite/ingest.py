@@ -1,13 +1,25 @@
-"""Incremental ingest: brings a knowledge base up to date with a set of files.
+"""Incremental ingest: brings a knowledge base up to date with a set of files. The only writer of a KB.
 
-Unchanged files (same content hash) cost nothing; a changed file's new chunks are written before its old ones are
-removed, so a crash never leaves it with no chunks; a bad file is skipped with its reason and the rest goes on.
+One ingest at a time per KB (`KnowledgeBase.writer_lock`); the app only reads what ingest publishes. Unchanged files
+(same content hash) cost nothing; a changed file's new chunks are written before its old ones are removed, so a crash
+never leaves it with no chunks; the BM25 index is published last, after the vectors are in place.
+
+Nothing a file can do harms the KB or stops the run: every file is either ingested or skipped with its reason —
+names that are not UTF-8, FIFOs, devices, symlinks out of the folders given, files over the size limits, zip bombs
+disguised as .docx, documents that would need too many chunks, files rewritten while being read (the bytes hashed are
+the bytes parsed: a private snapshot), a second file claiming an existing document's identity, identical copies.
+A document's identity (`source`) is its path relative to the folder it was found in.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
+import os
+import stat
+import tempfile
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -16,7 +28,7 @@ from clincite.bm25 import BM25Index
 from clincite.chunking import chunk_document
 from clincite.embeddings import Embedder, get_embedder
 from clincite.kb import KnowledgeBase, now
-from clincite.loaders import SkipFile, load_document
+from clincite.loaders import SUPPORTED_SUFFIXES, SkipFile, load_document
 from clincite.settings import Settings
 from clincite.shapes import Chunk, DocumentRecord
 from clincite.tokenizer import get_tokenizer
@@ -24,8 +36,13 @@ from clincite.tokenizer import get_tokenizer
 log = logging.getLogger("clincite.ingest")
 
 VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole duration
+MB = 1024 * 1024
+READ_ATTEMPTS = 5  # reads of a file that is being written, before it is skipped as "changing"
+ZIP_MAX_MEMBERS = 10000
+ZIP_RATIO_MIN_SIZE = MB  # small members compress extremely well (XML boilerplate); only large ones can be bombs
+WHITESPACE = " \n\t\r\u3000\xa0"
 
-Status = Literal["added", "updated", "unchanged", "skipped", "removed"]
+Status = Literal["added", "updated", "unchanged", "skipped", "removed", "would-remove"]
 
 
 @dataclass
@@ -41,6 +58,7 @@ class IngestReport:
     results: list[FileResult] = field(default_factory=list)
     vectors_added: int = 0
     embedding_warning: str | None = None
+    prune_refused: str | None = None  # why --prune removed nothing (Chinese)
     kb_version: int = 0
 
     def count(self, status: Status) -> int:
@@ -52,22 +70,54 @@ class IngestReport:
         return bool(self.results) and all(r.status == "skipped" for r in self.results)
 
 
+@dataclass
+class Candidate:
+    """A path found under a folder given to ingest (or given itself), with the identity it would have."""
+
+    path: Path
+    source: str  # path relative to the folder given (posix), or the file name for a file given directly
+    root: Path | None = None  # the folder given; None for a file given directly
+    problem: str | None = None  # known skip reason (found while walking)
+
+
 def file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def collect_files(paths: list[Path]) -> list[Path]:
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.is_file() and not _hidden(p.relative_to(path))))
-        else:
-            files.append(path)
-    return files
+def display_name(name: str) -> str:
+    """A file name that can be printed and stored: undecodable bytes (surrogate escapes) shown as U+FFFD."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def _hidden(relative: Path) -> bool:
-    return any(part.startswith((".", "~$")) for part in relative.parts)
+def _hidden(name: str) -> bool:
+    return name.startswith((".", "~$"))
+
+
+def collect_files(paths: list[Path]) -> list[Candidate]:
+    """Every entry under the folders given (symlinks not followed), and the files given directly, in order."""
+    candidates: list[Candidate] = []
+    for given in paths:
+        if not given.is_dir():
+            problem = None if given.exists() or given.is_symlink() else "文件不存在 (not found)"
+            candidates.append(Candidate(given, given.name, None, problem))
+            continue
+        for folder, dirs, files in os.walk(given, followlinks=False):
+            here = Path(folder)
+            dirs.sort()
+            for name in list(dirs):
+                entry = here / name
+                relative = entry.relative_to(given).as_posix()
+                if _hidden(name):
+                    candidates.append(Candidate(entry, relative + "/", given, "隐藏文件夹，未导入 (hidden folder)"))
+                    dirs.remove(name)
+                elif entry.is_symlink():  # os.walk does not descend into it; say so
+                    candidates.append(Candidate(entry, relative + "/", given, None))
+            for name in sorted(files):
+                entry = here / name
+                relative = entry.relative_to(given).as_posix()
+                problem = "隐藏文件或 Office 临时文件，未导入 (hidden)" if _hidden(name) else None
+                candidates.append(Candidate(entry, relative, given, problem))
+    return candidates
 
 
 class Ingestor:
@@ -79,66 +129,201 @@ class Ingestor:
         self.embedder = embedder or get_embedder(settings)
         self.vectors_added = 0
 
-    def run(self, paths: list[Path], prune: bool = False, on_result=None) -> IngestReport:
+    def run(self, paths: list[Path], prune: bool = False, on_result=None, force: bool = False,
+            dry_run: bool = False) -> IngestReport:
+        """Ingest `paths` under the KB's writer lock (raises IngestBusy when another ingest holds it)."""
+        lock = self.kb.writer_lock(self.settings.ingest_lock_timeout)
+        try:
+            return self._run(paths, prune, on_result or (lambda result: None), force, dry_run)
+        finally:
+            lock.release()
+
+    def _run(self, paths: list[Path], prune: bool, emit, force: bool, dry_run: bool) -> IngestReport:
         report = IngestReport()
-        emit = on_result or (lambda result: None)
         known = self.kb.catalogue.documents()
+        roots = [p.resolve() for p in paths if p.is_dir()]
         seen: dict[str, Path] = {}
         changed = False
-        for path in collect_files(paths):
-            result = self._ingest_file(path, known, seen)
+        for candidate in collect_files(paths):
+            try:
+                result = self._ingest_file(candidate, known, seen, roots)
+            except Exception as exc:  # whatever a file does, the run goes on
+                log.exception("Unexpected error ingesting %s", display_name(str(candidate.path)))
+                result = FileResult(display_name(candidate.source), "skipped",
+                                    f"导入时出错，已跳过 ({type(exc).__name__}: {display_name(str(exc))})")
             changed |= result.status in ("added", "updated")
             report.results.append(result)
             emit(result)
         if prune:
-            for source, record in known.items():
-                if source not in seen and not Path(record.path).exists():
-                    self._remove_vectors(self.kb.catalogue.chunk_ids(source))
-                    self.kb.catalogue.remove_document(source)
-                    changed = True
-                    result = FileResult(source, "removed", "文件已不存在，已从知识库删除")
-                    report.results.append(result)
-                    emit(result)
-        self._ensure_bm25(force=changed)
+            changed |= self._prune(paths, known, seen, force, dry_run, report, emit)
         self._sync_vectors()
+        self._ensure_bm25(force=changed)  # last: publishing the index tells readers the new version is complete
         report.vectors_added = self.vectors_added
         report.embedding_warning = str(self.embedder.error) if self.embedder.error else None
         report.kb_version = self.kb.catalogue.version
         return report
 
-    def _ingest_file(self, path: Path, known: dict[str, DocumentRecord], seen: dict[str, Path]) -> FileResult:
-        source = path.name
-        if not path.exists():
-            return FileResult(source, "skipped", "文件不存在 (not found)")
-        if source in seen and seen[source].resolve() != path.resolve():
-            return FileResult(source, "skipped", f"与 {seen[source]} 同名：引用时无法区分，请重命名 (duplicate name)")
+    def _prune(self, paths: list[Path], known: dict[str, DocumentRecord], seen: dict[str, Path], force: bool,
+               dry_run: bool, report: IngestReport, emit) -> bool:
+        """Remove documents whose files are gone — unless that looks like a missing share rather than deletions."""
+        gone = [source for source, record in known.items() if source not in seen and not Path(record.path).exists()]
+        missing_roots = [display_name(str(p)) for p in paths if not p.exists()]
+        limit = self.settings.ingest_prune_max_fraction
+        if missing_roots:
+            report.prune_refused = (f"拒绝删除：所给路径不存在（{'、'.join(missing_roots)}），可能是共享盘未挂载；"
+                                    f"{len(gone)} 个文档保持不变")
+        elif gone and len(gone) > limit * len(known) and not force:
+            report.prune_refused = (f"拒绝删除：将删除 {len(gone)}/{len(known)} 个文档，超过 {limit:.0%}"
+                                    f"（INGEST_PRUNE_MAX_FRACTION），可能是文件夹未挂载或路径有误；"
+                                    f"确认无误请加 --force")
+        if report.prune_refused:
+            log.warning("Prune refused: %s", report.prune_refused)
+            return False
+        for source in gone:
+            if dry_run:
+                result = FileResult(source, "would-remove", "文件已不存在（试运行，未删除）")
+            else:
+                self._remove_vectors(self.kb.catalogue.chunk_ids(source))
+                self.kb.catalogue.remove_document(source)
+                result = FileResult(source, "removed", "文件已不存在，已从知识库删除")
+            report.results.append(result)
+            emit(result)
+        return bool(gone) and not dry_run
+
+    def _ingest_file(self, candidate: Candidate, known: dict[str, DocumentRecord], seen: dict[str, Path],
+                     roots: list[Path]) -> FileResult:
+        path, source = candidate.path, candidate.source
+        shown = display_name(source)
+        if candidate.problem:
+            return FileResult(shown, "skipped", candidate.problem)
+        if shown != source:
+            return FileResult(shown, "skipped",
+                              "文件名不是有效的 UTF-8 编码，无法作为引用名称，请重命名 (invalid file name)")
+        if candidate.root is not None and path.is_symlink():
+            return FileResult(shown, "skipped", _symlink_reason(path, roots))
+        if source in seen:
+            if seen[source].resolve() == path.resolve():
+                return FileResult(shown, "skipped", "本次运行中已处理过（同一文件被重复给出） (given twice)")
+            return FileResult(shown, "skipped", f"与 {display_name(str(seen[source]))} 同名：引用时无法区分，请重命名 "
+                                                f"(duplicate name)")
         seen[source] = path
+        previous = known.get(source)
         try:
-            digest = file_hash(path)
-            previous = known.get(source)
+            data, resolved = self._read_regular_file(path)
+            digest = hashlib.sha256(data).hexdigest()
             if previous and previous.file_hash == digest:
-                return FileResult(source, "unchanged", chunks=previous.chunk_count)
-            document = load_document(path)
-            chunks = chunk_document(document, source, self.settings.chunk_min_chars, self.settings.chunk_max_chars)
+                return FileResult(shown, "unchanged", chunks=previous.chunk_count)
+            if previous and previous.path != str(resolved) and Path(previous.path).exists():
+                return FileResult(shown, "skipped", f"知识库中已有同名文档（来自 {display_name(previous.path)}），"
+                                                    f"两个不同文件不能共用一个名称：请重命名，或从各自所在的文件夹导入 "
+                                                    f"(identity taken by another file)")
+            duplicate = self.kb.catalogue.source_with_hash(digest, other_than=source)
+            if duplicate:
+                return FileResult(shown, "skipped", f"与已入库的《{duplicate}》内容完全相同，作为重复文件跳过 "
+                                                    f"(duplicate of {duplicate})")
+            self._check_content(path.suffix.lower(), data)
+            document = self._load_snapshot(Path(source).name, data)
+            del data
+            self._check_text_size(document.text)
+            cfg = self.settings
+            chunks = chunk_document(document, source, cfg.chunk_min_chars, cfg.chunk_max_chars,
+                                    cfg.ingest_max_heading_chars, cfg.ingest_max_chunks_per_document)
             if not chunks:
                 raise SkipFile("文件中没有正文文字 (no text)")
             old_ids = set(self.kb.catalogue.chunk_ids(source)) if previous else set()
             self._add_vectors([c for c in chunks if c.id not in old_ids])  # 1. new vectors
-            record = DocumentRecord(source=source, path=str(path.resolve()), title=document.title,
+            record = DocumentRecord(source=source, path=str(resolved), title=document.title,
                                     file_hash=digest, chunk_count=len(chunks), ingested_at=now())
             self.kb.catalogue.replace_document(record, chunks)                # 2. commit point
             self._remove_vectors(sorted(old_ids - {c.id for c in chunks}))    # 3. old vectors
         except SkipFile as exc:
-            return FileResult(source, "skipped", str(exc))
+            return FileResult(shown, "skipped", str(exc))
         except OSError as exc:
-            return FileResult(source, "skipped", f"无法读取文件 ({type(exc).__name__}: {exc})")
-        return FileResult(source, "updated" if previous else "added", chunks=len(chunks))
+            return FileResult(shown, "skipped", f"无法读取文件 ({type(exc).__name__}: {display_name(str(exc))})")
+        note = _heading_note(document, cfg.ingest_max_heading_chars)
+        return FileResult(shown, "updated" if previous else "added", note, chunks=len(chunks))
+
+    # --- safety checks before any loader sees the file ---
+    def _read_regular_file(self, path: Path) -> tuple[bytes, Path]:
+        """The bytes of a regular file, read once (they are hashed and parsed); anything else is a SkipFile.
+
+        stat() before open() keeps FIFOs and devices unopened (opening a FIFO blocks; a device may have side
+        effects); fstat() after open() closes the race where the path is swapped in between.
+        """
+        limit = int(self.settings.ingest_max_file_mb * MB)
+        _require_regular(os.stat(path).st_mode)
+        if path.suffix.lower() not in SUPPORTED_SUFFIXES:
+            raise SkipFile(f"不支持的文件类型 “{path.suffix or '无扩展名'}”（支持 md、txt、pdf、docx、html）")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as f:
+            for _attempt in range(READ_ATTEMPTS):
+                info = os.fstat(f.fileno())
+                _require_regular(info.st_mode)
+                if info.st_size > limit:
+                    raise SkipFile(_too_big(info.st_size, self.settings.ingest_max_file_mb))
+                f.seek(0)
+                data = f.read(limit + 1)  # a file growing while we read is still bounded
+                after = os.fstat(f.fileno())
+                if (after.st_size, after.st_mtime_ns) == (info.st_size, info.st_mtime_ns):
+                    break  # nothing wrote to it while we read: these bytes are one state of the file
+            else:
+                raise SkipFile("文件在读取过程中不断被修改，请在写入完成后重新导入 (file changing while read)")
+        if len(data) > limit:
+            raise SkipFile(_too_big(len(data), self.settings.ingest_max_file_mb))
+        if not data:
+            raise SkipFile("文件为空 (empty file)")
+        return data, path.resolve()
+
+    def _check_content(self, suffix: str, data: bytes) -> None:
+        """The bytes must be what the extension says; a .docx's zip is checked from its directory, unpacked never."""
+        if suffix == ".pdf" and b"%PDF-" not in data[:1024]:
+            raise SkipFile("PDF 文件损坏或不是 PDF：文件头不是 %PDF（内容与扩展名不符） (not a PDF)")
+        if suffix != ".docx":
+            return
+        if not data.startswith(b"PK\x03\x04"):
+            raise SkipFile("DOCX 文件损坏或不是 Word 文档：不是 zip 格式（内容与扩展名不符） (not a zip)")
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                members = archive.infolist()
+        except (zipfile.BadZipFile, ValueError, OSError) as exc:
+            raise SkipFile(f"DOCX 文件损坏或不是 Word 文档 ({type(exc).__name__}: {exc})") from exc
+        if len(members) > ZIP_MAX_MEMBERS:
+            raise SkipFile(f"DOCX 压缩包内有 {len(members)} 个文件，超过上限 {ZIP_MAX_MEMBERS}，"
+                           f"疑似恶意文件 (zip bomb)")
+        total = sum(m.file_size for m in members)
+        if total > self.settings.ingest_max_unzipped_mb * MB:
+            raise SkipFile(f"DOCX 解压后共 {total / MB:.0f} MB，超过上限 {self.settings.ingest_max_unzipped_mb:g} MB"
+                           f"（INGEST_MAX_UNZIPPED_MB），疑似 zip 炸弹 (zip bomb)")
+        for member in members:
+            ratio = member.file_size / max(member.compress_size, 1)
+            if member.file_size > ZIP_RATIO_MIN_SIZE and ratio > self.settings.ingest_max_zip_ratio:
+                raise SkipFile(f"DOCX 中 {member.filename} 的压缩比为 {ratio:.0f}:1，超过上限 "
+                               f"{self.settings.ingest_max_zip_ratio:g}:1（INGEST_MAX_ZIP_RATIO），疑似 zip 炸弹 "
+                               f"(zip bomb)")
+        if not any(m.filename == "word/document.xml" for m in members):
+            raise SkipFile("DOCX 文件损坏或不是 Word 文档：缺少 word/document.xml (not a Word document)")
+
+    def _load_snapshot(self, name: str, data: bytes):
+        """Parse exactly the bytes that were hashed: a private copy, so a file rewritten meanwhile cannot mix in."""
+        with tempfile.TemporaryDirectory(prefix="clincite-ingest-") as folder:
+            snapshot = Path(folder) / name
+            snapshot.write_bytes(data)
+            return load_document(snapshot)
+
+    def _check_text_size(self, text: str) -> None:
+        """Refuse before chunking when even perfectly packed chunks could not stay within the chunk limit."""
+        letters = len(text) - sum(text.count(c) for c in WHITESPACE)
+        limit = self.settings.ingest_max_chunks_per_document
+        if letters > limit * self.settings.chunk_max_chars:
+            raise SkipFile(f"正文约 {letters} 字，至少需要 {letters // self.settings.chunk_max_chars} 个片段，超过上限 "
+                           f"{limit}（INGEST_MAX_CHUNKS_PER_DOCUMENT），文件过大，已跳过 (too many chunks)")
 
     # --- indexes ---
     def _ensure_bm25(self, force: bool) -> None:
+        """Publish a BM25 index of the catalogue unless the published one is already of this version."""
         version = self.kb.catalogue.version
-        current = None if force else BM25Index.load(self.kb.bm25_dir)
-        if current is None or current.version != version:
+        published = BM25Index.published(self.kb.bm25_dir)
+        if force or published is None or published.get("version") != version:
             BM25Index.build(self.kb.catalogue.all_chunks(), get_tokenizer(), version).save(self.kb.bm25_dir)
 
     def _add_vectors(self, chunks: list[Chunk]) -> int:
@@ -175,12 +360,40 @@ class Ingestor:
         return self._add_vectors(list(self.kb.catalogue.get_chunks(missing).values()))
 
 
+def _require_regular(mode: int) -> None:
+    if stat.S_ISREG(mode):
+        return
+    kinds = [(stat.S_ISDIR, "文件夹"), (stat.S_ISFIFO, "命名管道 (FIFO)"), (stat.S_ISSOCK, "套接字 (socket)"),
+             (stat.S_ISCHR, "字符设备"), (stat.S_ISBLK, "块设备")]
+    kind = next((label for test, label in kinds if test(mode)), "特殊文件")
+    raise SkipFile(f"不是普通文件（{kind}），未读取 (not a regular file)")
+
+
+def _too_big(size: int, limit_mb: float) -> str:
+    return f"文件大小 {size / MB:.1f} MB，超过上限 {limit_mb:g} MB（INGEST_MAX_FILE_MB） (file too large)"
+
+
+def _symlink_reason(path: Path, roots: list[Path]) -> str:
+    """Symlinks met while walking a folder are never followed: outside, they could expose any file on the machine
+    (`/etc/passwd`); inside, their target is ingested under its own name anyway."""
+    target = path.resolve()
+    if not target.exists():
+        return "符号链接指向的文件不存在，未跟随 (broken symlink)"
+    if any(target == root or root in target.parents for root in roots):
+        return f"符号链接，未跟随：目标 {display_name(str(target))} 已在导入范围内，按其自身名称导入 (symlink)"
+    return f"符号链接指向所给文件夹之外（{display_name(str(target))}），未跟随 (symlink outside the folders given)"
+
+
+def _heading_note(document, limit: int) -> str:
+    long = sum(1 for s in document.sections if any(len(h) > limit for h in s.heading_path))
+    return f"有 {long} 节的标题超过 {limit} 字，已截断（过长的标题行按正文索引）" if long else ""
+
+
 def format_result(result: FileResult) -> str:
-    if result.status == "skipped":
-        return f"skipped    {result.name}: {result.detail}"
-    if result.status == "removed":
-        return f"removed    {result.name}: {result.detail}"
-    return f"{result.status:<10} {result.name} ({result.chunks} 个片段)"
+    if result.status in ("skipped", "removed", "would-remove"):
+        return f"{result.status:<10} {result.name}: {result.detail}"
+    note = f"；{result.detail}" if result.detail else ""
+    return f"{result.status:<10} {result.name} ({result.chunks} 个片段{note})"
 
 
 def format_summary(report: IngestReport) -> str:

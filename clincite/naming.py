@@ -1,15 +1,65 @@
-"""The names clinicians see for a source document."""
+"""The names clinicians see for a source document.
+
+A document is cited by its file name ("低浓度阿托品临床应用指南（演示）"), which is what a clinic's guideline folder
+is organised by. Files exported from web sites and document systems are often named by an identifier ("3089kp01",
+"a3f9e2b1c4") that nobody recognises: those are cited by the document's own title instead (the PDF/DOCX title, the
+HTML `<title>`). CITED_NAME chooses: "auto" (that rule), "file" (always the file name), "title" (always the title).
+
+The cited name is what the LLM sees and writes in 《…》, so the citation check accepts both names of a document.
+"""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Literal
+
+CitedName = Literal["auto", "file", "title"]
+SUFFIXES = {".md", ".markdown", ".txt", ".text", ".pdf", ".docx", ".html", ".htm"}
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+# A "word": three or more Latin letters with a vowel ("guideline", "scan", "myopia"); "kp", "xq", "a3f9" are not.
+_WORD = re.compile(r"[A-Za-z]*[aeiouyAEIOUY][A-Za-z]*")
+
+_mode: CitedName = "auto"
+_titles: dict[str, str] = {}
 
 
-def display_source(source: str) -> str:
-    """The name clinicians see: the file name without its extension."""
-    return Path(source).stem if Path(source).suffix.lower() in {".md", ".markdown", ".txt", ".text", ".pdf",
-                                                                 ".docx", ".html", ".htm"} else source
+def configure(mode: CitedName) -> None:
+    """Set the naming rule for this process (from the CITED_NAME setting)."""
+    global _mode
+    _mode = mode
+
+
+def remember_title(source: str, title: str) -> None:
+    """The catalogue tells the titles of the documents it reads, so a bare source name can be displayed."""
+    _titles[source] = title
+
+
+def file_stem(source: str) -> str:
+    return Path(source).stem if Path(source).suffix.lower() in SUFFIXES else source
+
+
+def looks_like_identifier(name: str) -> bool:
+    """No CJK character and no word: "3089kp01", "IMG_0001", "a3f9e2b1c4", "20240101-003"."""
+    if _CJK.search(name):
+        return False
+    return not any(len(word) >= 3 for word in _WORD.findall(re.sub(r"[^A-Za-z]+", " ", name)))
+
+
+def display_source(source: str, title: str | None = None) -> str:
+    """The name clinicians see and the LLM cites: the file name, or the document's title (see module doc)."""
+    stem = file_stem(source)
+    title = (title if title is not None else _titles.get(source, "")).strip()
+    if not title or title == stem or _mode == "file":
+        return stem
+    if _mode == "title" or looks_like_identifier(stem):
+        return title
+    return stem
+
+
+def source_names(source: str, title: str | None = None) -> set[str]:
+    """Every name a report may cite this document by (file name, cited name), normalised for comparison."""
+    return {strip_source_name(source), strip_source_name(display_source(source, title))}
 
 
 def strip_source_name(name: str) -> str:

@@ -17,9 +17,11 @@ from clincite.shapes import (
     AnswerToken,
     ChatTurn,
     Citation,
+    Coverage,
     Degradation,
     DegradedEvent,
     Event,
+    Hit,
     Mode,
     QueryResult,
     StageFinished,
@@ -52,6 +54,8 @@ class QuestionRun:
     verdict: SufficiencyVerdict | None = None
     stage2_queries: list[SubQuery] = field(default_factory=list)
     stage2: list[SubQueryAnalysis] = field(default_factory=list)
+    closest: dict[str, float] = field(default_factory=dict)  # source → best fused search score, for an abstention
+    coverage: Coverage = field(default_factory=lambda: Coverage(status="no_evidence"))
 
     @property
     def analyses(self) -> list[SubQueryAnalysis]:
@@ -61,6 +65,13 @@ class QuestionRun:
         if isinstance(event, AnswerToken) and self.first_token_at is None:
             self.first_token_at = self.elapsed()
         self.emit_event(event)
+
+    def note_hits(self, hits: list[Hit]) -> None:
+        for hit in hits:
+            self.closest[hit.source] = max(self.closest.get(hit.source, 0.0), hit.score)
+
+    def closest_sources(self) -> list[str]:
+        return sorted(self.closest, key=lambda source: -self.closest[source])
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
@@ -99,4 +110,5 @@ class QuestionRun:
             sufficiency=self.verdict, stage2_queries=self.stage2_queries, answer=answer, citations=citations,
             timings=timings, usage=self.usage, degradations=self.degradations,
             unverified_citations=sum(1 for c in citations if not c.verified), search_mode=search_mode,
+            coverage=self.coverage,
         )

@@ -16,18 +16,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from clincite.agents import Agents, build_agents
+from clincite.agents import Agents
 from clincite.answer_cache import AnswerCache, replay
-from clincite.answering import stream_answer
+from clincite.answering import FALLBACK_PIECE, open_answer, stream_answer
 from clincite.citation_check import check_citations_async
+from clincite.coverage import abstention_report, assess, evidence_gaps
 from clincite.kb import KnowledgeBase
 from clincite.llm_slots import open_question_slots
+from clincite.reasoner import LLMReasoner, Reasoner, build_reasoner
 from clincite.run import QuestionRun
 from clincite.search import HybridSearcher
 from clincite.settings import Settings
 from clincite.shapes import (
     STAGE_LABELS,
     AnswerDone,
+    AnswerToken,
     ChatTurn,
     DecompositionReady,
     Event,
@@ -54,31 +57,40 @@ EMPTY_KB_NOTICE = "知识库为空：请先运行 `python ingest.py 文档目录
 
 
 class TwoStageQueryService:
-    """Four agents over hybrid search; `run()` yields events, `ask()` returns the final result."""
+    """Four reasoning steps (LLM agents or offline) over hybrid search; `run()` yields events, `ask()` the result."""
 
     # The benchmark's baselines (bench/baselines.py) switch speculation off and replace `_stage1`.
     speculate = True
 
-    def __init__(self, settings: Settings, searcher: HybridSearcher | None = None, agents: Agents | None = None):
+    def __init__(self, settings: Settings, searcher: HybridSearcher | None = None, agents: Agents | None = None,
+                 reasoner: Reasoner | None = None):
         self.settings = settings
         self.searcher = searcher or HybridSearcher(settings)
-        self._agents = agents
+        self._reasoner = reasoner or (LLMReasoner(agents) if agents is not None else None)
         self.cache = AnswerCache(settings.answer_cache_size)
 
     @property
-    def agents(self) -> Agents:
+    def reasoner(self) -> Reasoner:
         # Built on first use, inside the running event loop: the HTTP client belongs to that loop.
-        if self._agents is None:
-            self._agents = build_agents(self.settings)
-        return self._agents
+        if self._reasoner is None:
+            self._reasoner = build_reasoner(self.settings)
+        return self._reasoner
+
+    @property
+    def agents(self) -> Agents:
+        """The LLM agents (tests `.override(model=…)` them); offline mode has none."""
+        agents = getattr(self.reasoner, "agents", None)
+        if agents is None:
+            raise AttributeError("offline mode answers without LLM agents (clincite.offline.OfflineReasoner)")
+        return agents
 
     @property
     def deps(self) -> Deps:
-        return Deps(settings=self.settings, searcher=self.searcher, agents=self.agents)
+        return Deps(settings=self.settings, searcher=self.searcher, reasoner=self.reasoner)
 
     @property
     def mode(self) -> str:
-        return self.agents.mode
+        return self.reasoner.mode
 
     @property
     def kb(self) -> KnowledgeBase:
@@ -86,7 +98,7 @@ class TwoStageQueryService:
 
     async def warm_up(self) -> None:
         """jieba, BM25, Chroma, the embedding model, the agents and the HTTP connection, before the first question."""
-        await asyncio.gather(asyncio.to_thread(self.searcher.warm_up), self.agents.open_connection())
+        await asyncio.gather(asyncio.to_thread(self.searcher.warm_up), self.reasoner.open_connection())
 
     async def ask(self, question: str, history: list[ChatTurn] | None = None) -> QueryResult:
         result = None
@@ -132,27 +144,46 @@ class TwoStageQueryService:
         run.sub_queries, run.stage1 = await self._stage1(run)
         async with asyncio.TaskGroup() as tasks:
             gate = AnswerGate()
-            speculative = tasks.create_task(stream_answer(deps, run, run.stage1, gate)) if self.speculate else None
+            gaps = evidence_gaps(run.stage1, None)
+            # No evidence at all: nothing to speculate on; the answer step is skipped unless stage 2 finds some.
+            speculate = self.speculate and any(a.extracts for a in run.stage1)
+            speculative = tasks.create_task(stream_answer(deps, run, run.stage1, gate, gaps)) if speculate else None
             run.verdict = await judge_sufficiency(deps, run, run.stage1)
             too_late = not run.verdict.sufficient and run.elapsed() > self.settings.stage2_deadline
             if too_late:
                 run.degrade("stage2", STAGE2_SKIPPED, f"verdict at {run.elapsed():.1f} s, after STAGE2_DEADLINE")
             if run.verdict.sufficient or too_late:
                 gate.release()
-                answer = await (speculative or stream_answer(deps, run, run.stage1, AnswerGate.opened()))
+                run.coverage = assess(run.stage1, gaps)
+                answer = await (speculative or self._answer(run, run.stage1, gaps))
             else:
                 gate.drop()  # never shown nor stored; cancelled at once so it frees its LLM slot
                 if speculative is not None:
                     speculative.cancel()
                 run.stage2_queries = run.verdict.additional_sub_queries
                 run.stage2 = await self._stage2(run, run.stage2_queries)
-                answer = await stream_answer(deps, run, run.analyses, AnswerGate.opened())
+                gaps = evidence_gaps(run.analyses, run.verdict, stage2_ran=True)
+                run.coverage = assess(run.analyses, gaps)
+                answer = await self._answer(run, run.analyses, gaps)
         citations = await check_citations_async(answer, self.kb.catalogue)
         search_mode = "bm25" if self.searcher.bm25_only else "hybrid"
-        run.emit(AnswerDone(result=run.result(self.agents.mode, search_mode, answer, citations)))
+        run.emit(AnswerDone(result=run.result(self.mode, search_mode, answer, citations)))
+
+    async def _answer(self, run: QuestionRun, analyses: list[SubQueryAnalysis], gaps: list[str]) -> str:
+        """The report; when no sub-query kept any evidence, the plain abstention instead (no answer model call)."""
+        if any(a.extracts for a in analyses):
+            return await stream_answer(self.deps, run, analyses, AnswerGate.opened(), gaps)
+        started = run.elapsed()
+        searched = [sq.text for sq in [*run.sub_queries, *run.stage2_queries]]
+        report = abstention_report(run.question, searched, run.closest_sources())
+        await open_answer(run, AnswerGate.opened())
+        for i in range(0, len(report), FALLBACK_PIECE):
+            run.emit(AnswerToken(text=report[i:i + FALLBACK_PIECE]))
+        run.finish("answer", started)
+        return report
 
     async def _opening_notices(self, run: QuestionRun) -> None:
-        if self.agents.mode == "offline":
+        if self.mode == "offline":
             run.emit(NoticeEvent(kind="offline", message=OFFLINE_BANNER))
         if await asyncio.to_thread(self.kb.catalogue.document_count) == 0:
             run.emit(NoticeEvent(kind="empty_kb", message=EMPTY_KB_NOTICE))
@@ -189,6 +220,6 @@ class TwoStageQueryService:
     def _fingerprint(self) -> list:
         """Everything besides the question that decides an answer: a change makes cached answers stale."""
         s = self.settings
-        return [self.kb.catalogue.version, self.agents.mode, s.embedding_model, s.bm25_top_k, s.semantic_top_k,
+        return [self.kb.catalogue.version, self.mode, s.embedding_model, s.bm25_top_k, s.semantic_top_k,
                 s.bm25_threshold, s.semantic_threshold, s.decomposition_model, s.relevance_judge_model,
                 s.sufficiency_judge_model, s.answer_generation_model, s.answer_generation_temperature]

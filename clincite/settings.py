@@ -15,12 +15,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
+import limits
 from pydantic import (
     AliasChoices,
     BaseModel,
     Field,
     SecretStr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -69,9 +71,26 @@ class Settings(BaseSettings):
     embedding_batch_size: int = Field(32, ge=1)
     embedding_device: str = "cpu"
 
+    # --- citations: "auto" cites the file name unless it looks like an identifier ("3089kp01"), then the title ---
+    cited_name: Literal["auto", "file", "title"] = "auto"
+
     # --- chunking ---
     chunk_min_chars: int = Field(300, ge=50)
     chunk_max_chars: int = Field(500, ge=100)
+
+    # --- ingest limits: a file over any of them is skipped with its reason, the run and the KB go on ---
+    ingest_max_file_mb: float = Field(100.0, gt=0)  # bytes on disk, any format
+    ingest_max_unzipped_mb: float = Field(200.0, gt=0)  # a .docx's declared uncompressed size, all members
+    ingest_max_zip_ratio: float = Field(100.0, gt=1)  # uncompressed / compressed, per member over 1 MB
+    ingest_max_chunks_per_document: int = Field(20000, ge=1)
+    ingest_max_heading_chars: int = Field(200, ge=10)  # longer heading lines are body text; paths are cut
+    ingest_prune_max_fraction: float = Field(0.5, gt=0, le=1)  # --prune refuses to remove more unless --force
+    ingest_lock_timeout: float = Field(10.0, ge=0)  # seconds a second ingest waits for the running one
+
+    # --- reading the KB in the app (ingest is the only writer) ---
+    kb_reload_interval: float = Field(2.0, gt=0)  # seconds between checks for a newly published KB version
+    vector_store_timeout: float = Field(5.0, gt=0)  # a semantic search slower than this counts as a failure
+    vector_store_retry: float = Field(10.0, ge=0)  # seconds of BM25-only before the vector store is tried again
 
     # --- retrieval ---
     bm25_top_k: int = Field(5, ge=1)
@@ -85,40 +104,63 @@ class Settings(BaseSettings):
     offline_mode: Literal["auto", "on", "off"] = "auto"
     llm_output_mode: Literal["tool", "native", "prompted"] = "tool"
     llm_max_retries: int = Field(2, ge=0)
-    llm_max_concurrency: int = Field(8, ge=1)
+    llm_max_concurrency: int = Field(96, ge=1)  # sized for ~20 clinicians asking at once (~7 calls each at peak)
+    llm_max_concurrency_per_question: int = Field(8, ge=1)  # one question cannot take every slot
 
     # --- the four agents: per-request timeout (retried) inside a larger per-stage budget ---
     decomposition_model: str = "gpt-4.1"
     decomposition_temperature: float = 0.0
     decomposition_max_tokens: int = 800
-    decomposition_timeout: float = Field(15.0, gt=0)
-    decomposition_budget: float = Field(30.0, gt=0)
+    decomposition_timeout: float = Field(3.0, gt=0)
+    decomposition_budget: float = Field(4.0, gt=0)
     relevance_judge_model: str = "gpt-4.1"
     relevance_judge_temperature: float = 0.0
     relevance_judge_max_tokens: int = 1500
-    relevance_judge_timeout: float = Field(20.0, gt=0)
-    relevance_judge_budget: float = Field(45.0, gt=0)
+    relevance_judge_timeout: float = Field(6.0, gt=0)
+    relevance_judge_budget: float = Field(7.0, gt=0)
     sufficiency_judge_model: str = "gpt-4.1"
     sufficiency_judge_temperature: float = 0.0
     sufficiency_judge_max_tokens: int = 800
-    sufficiency_judge_timeout: float = Field(15.0, gt=0)
-    sufficiency_judge_budget: float = Field(30.0, gt=0)
+    sufficiency_judge_timeout: float = Field(3.5, gt=0)
+    sufficiency_judge_budget: float = Field(4.5, gt=0)
     answer_generation_model: str = "gpt-4.1"
     answer_generation_temperature: float = 0.2
     answer_generation_max_tokens: int = 2000
-    answer_generation_timeout: float = Field(45.0, gt=0)
-    answer_generation_budget: float = Field(90.0, gt=0)
+    answer_generation_timeout: float = Field(20.0, gt=0)
+    answer_generation_budget: float = Field(120.0, gt=0)
+    # No answer token within this many seconds: the clinician gets the extractive report of the evidence instead
+    # (verbatim sentences, marked as degraded) rather than an empty screen.
+    answer_first_token_budget: float = Field(8.0, gt=0)
 
     # --- pipeline ---
     max_sub_queries: int = Field(5, ge=1)
     max_additional_queries: int = Field(5, ge=0)
     history_turns: int = Field(3, ge=0)
+    # A verdict that wants stage 2 later than this (seconds into the question) is answered from what was found:
+    # with a hung agent in stage 1, stage 2 would push the first report token past ~10 s.
+    stage2_deadline: float = Field(8.0, gt=0)
     answer_cache_size: int = Field(256, ge=0)
 
     # --- web app ---
     database_url: str | None = Field(None, validation_alias=AliasChoices("CLINCITE_DATABASE_URL"))
     users_file: Path | None = None  # default: DATA_DIR/users.json
     dev_login: bool = Field(False, validation_alias=AliasChoices("CLINCITE_DEV_LOGIN"))
+    # Failed logins allowed per account and per client address within a moving window ("limits" notation, e.g.
+    # "5/15 minutes"); past it, logins are refused without checking the password until the window moves on.
+    login_account_limit: str = "5/15 minutes"
+    login_address_limit: str = "20/15 minutes"
+    # Login cookies carry the Secure flag: auto = when the request came over HTTPS (TLS, or a trusted proxy's
+    # X-Forwarded-Proto), true = always, false = never.
+    cookie_secure: Literal["auto", "true", "false"] = "auto"
+
+    @field_validator("login_account_limit", "login_address_limit")
+    @classmethod
+    def _rate_limit(cls, value: str) -> str:
+        try:
+            limits.parse(value)
+        except ValueError:
+            raise ValueError("应写成“次数/时间窗”，例如 5/15 minutes") from None
+        return value
 
     @model_validator(mode="after")
     def _resolve_paths(self) -> Settings:

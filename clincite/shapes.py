@@ -2,7 +2,7 @@
 
 Three groups: what the agents produce (`*Output`, the structured output types the LLMs fill in), what the pipeline
 keeps (`SubQuery`, `SubQueryAnalysis`, `SufficiencyVerdict`, `Citation`, `QueryResult`), and the typed events that
-`TwoStageQueryService.run()` yields (DESIGN §3) — the one stream that every renderer draws.
+`TwoStageQueryService.run()` yields (docs/architecture.md §3) — the one stream that every renderer draws.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class Chunk(BaseModel):
     end: int
     text: str
     content_hash: str
+    pages: list[int] | None = None  # [first, last] page (PDF); None for formats without pages
 
     @property
     def index_text(self) -> str:
@@ -52,6 +53,7 @@ class Hit(BaseModel):
     source: str
     title: str
     heading_path: list[str]
+    pages: list[int] | None = None  # [first, last] page (PDF); None for formats without pages
     text: str
     bm25: float | None = None
     semantic: float | None = None
@@ -159,6 +161,7 @@ class Citation(BaseModel):
     quote: str
     chunk_id: str | None = None  # the chunk the quote was found in
     heading_path: list[str] = Field(default_factory=list)
+    pages: list[int] | None = None  # pages of the chunk the quote was found in (PDF)
     verified: bool
 
 
@@ -174,8 +177,15 @@ class Degradation(BaseModel):
     error: str = ""  # English, for logs
 
 
+class Coverage(BaseModel):
+    """How far the evidence answers the question: every answer carries it (JSON, event, record, UI, metrics)."""
+
+    status: Literal["answered", "partial", "no_evidence"]
+    missing: list[str] = Field(default_factory=list)  # aspects asked that no evidence covers (the 证据缺口)
+
+
 class QueryResult(BaseModel):
-    """The `python query.py "问题" --json` object (DESIGN §4)."""
+    """The `python query.py "问题" --json` object (docs/architecture.md §4)."""
 
     question: str
     mode: Mode
@@ -191,10 +201,11 @@ class QueryResult(BaseModel):
     unverified_citations: int = 0
     search_mode: Literal["hybrid", "bm25"] = "hybrid"
     cached: bool = False
+    coverage: Coverage = Field(default_factory=lambda: Coverage(status="answered"))
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Service events (DESIGN §3), in order of happening
+# Service events (docs/architecture.md §3), in order of happening
 # --------------------------------------------------------------------------------------------------------------
 
 
@@ -252,6 +263,10 @@ class AnswerToken(BaseModel):
 class AnswerDone(BaseModel):
     type: Literal["answer_done"] = "answer_done"
     result: QueryResult
+
+    @property
+    def coverage(self) -> Coverage:
+        return self.result.coverage
 
 
 class DegradedEvent(BaseModel):

@@ -12,9 +12,8 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from clincite.agents import Agents, stream_list_items
 from clincite.citations import snap_to_chunk
-from clincite.prompts import decomposition_prompt, judge_prompt, sufficiency_prompt
+from clincite.reasoner import Reasoner
 from clincite.run import QuestionRun
 from clincite.search import HybridSearcher
 from clincite.settings import Settings
@@ -43,11 +42,11 @@ BM25_ONLY_FALLBACK = "语义检索不可用，仅使用 BM25。"
 
 @dataclass
 class Deps:
-    """What every stage needs: the settings, the searcher and the four agents."""
+    """What every stage needs: the settings, the searcher and the reasoner (LLM agents or offline)."""
 
     settings: Settings
     searcher: HybridSearcher
-    agents: Agents
+    reasoner: Reasoner
 
 
 # --- decomposition ---------------------------------------------------------------------------------------------
@@ -57,15 +56,11 @@ async def decompose(deps: Deps, run: QuestionRun, stream: bool = True) -> AsyncI
     """Sub-queries as each one is complete (streamed), or the question itself if decomposition fails."""
     started = run.elapsed()
     run.emit(StageStarted(stage="decomposition", label=STAGE_LABELS["decomposition"]))
-    agent = deps.agents.decomposition
-    prompt = decomposition_prompt(run.question, run.history)
     accept = _sub_query_acceptor(deps.settings.max_sub_queries)
     emitted = 0
     try:
         async with asyncio.timeout(deps.settings.decomposition.budget):
-            drafts = (stream_list_items(agent, prompt, "sub_queries", run.add_usage) if stream
-                      else _drafts_at_once(agent, prompt, run))
-            async for draft in drafts:
+            async for draft in deps.reasoner.decompose(run.question, run.history, run.add_usage, stream=stream):
                 if sub_query := accept(draft.text, draft.focus):
                     emitted += 1
                     yield sub_query
@@ -89,13 +84,6 @@ def _sub_query_acceptor(limit: int):
     return accept
 
 
-async def _drafts_at_once(agent, prompt: str, run: QuestionRun):
-    result = await agent.run(prompt)
-    run.add_usage(agent.name, result.usage)
-    for draft in result.output.sub_queries:
-        yield draft
-
-
 # --- search ------------------------------------------------------------------------------------------------------
 
 
@@ -111,6 +99,7 @@ async def search(deps: Deps, run: QuestionRun, sub_queries: list[SubQuery], stag
         run.emit(NoticeEvent(kind="bm25_only", message=searcher.warning or BM25_ONLY_FALLBACK))
     run.span("search" if stage == 1 else "search_stage2", started, run.elapsed())
     for sub_query, hits in zip(sub_queries, results, strict=True):
+        run.note_hits(hits)
         run.emit(SearchDone(stage=stage, sub_query=sub_query, hits=hits))
     return results
 
@@ -133,9 +122,8 @@ async def judge(deps: Deps, run: QuestionRun, sub_query: SubQuery, hits: list[Hi
     else:
         try:
             async with asyncio.timeout(deps.settings.relevance_judge.budget):
-                result = await deps.agents.relevance_judge.run(judge_prompt(sub_query, run.question, hits))
-            run.add_usage("relevance_judge", result.usage)
-            analysis = to_analysis(sub_query, result.output, hits)
+                output = await deps.reasoner.judge(sub_query, run.question, run.history, hits, run.add_usage)
+            analysis = to_analysis(sub_query, output, hits)
         except Exception as exc:
             run.degrade(f"judge:{sub_query.id}",
                         f"子查询“{sub_query.text}”的相关性判断失败，已直接使用检索到的前几段原文。", exc)
@@ -184,9 +172,7 @@ async def judge_sufficiency(deps: Deps, run: QuestionRun, analyses: list[SubQuer
     limit = deps.settings.max_additional_queries
     try:
         async with asyncio.timeout(deps.settings.sufficiency_judge.budget):
-            result = await deps.agents.sufficiency_judge.run(sufficiency_prompt(run.question, analyses, limit))
-        run.add_usage("sufficiency_judge", result.usage)
-        out = result.output
+            out = await deps.reasoner.sufficiency(run.question, analyses, limit, run.add_usage)
         extra = [SubQuery(id=f"s2-{i}", text=d.text.strip(), focus=d.focus.strip())
                  for i, d in enumerate(out.additional_sub_queries[:limit], 1) if d.text.strip()]
         verdict = SufficiencyVerdict(sufficient=out.sufficient or not extra, confidence=out.confidence,

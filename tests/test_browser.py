@@ -8,21 +8,16 @@ Screenshots of every step go to test-artifacts/browser/.
 from __future__ import annotations
 
 import os
-import sqlite3
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, TEST_MODEL, free_port
+from conftest import ROOT
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
-USERS = {"doctor_a": "password-a-123", "doctor_b": "password-b-456"}
 STARTER_LABEL = "低浓度阿托品"
 STARTER_QUESTION = "低浓度阿托品控制近视的效果和副作用？"
 
@@ -30,43 +25,6 @@ if not Path(CHROMIUM).exists():
     if os.environ.get("CI"):
         pytest.fail(f"{CHROMIUM} is missing: .ci/run installs it with apt-get", pytrace=False)
     pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def app_server(tmp_path_factory):
-    """The app as a clinic would run it, on an empty data directory (the sample KB is ingested on first start)."""
-    data = tmp_path_factory.mktemp("browser-app")
-    port = free_port()
-    env = {key: value for key, value in os.environ.items() if key != "CI"}  # CI=true puts Chainlit in CI mode
-    env.update({"DATA_DIR": str(data), "EMBEDDING_MODEL": TEST_MODEL, "SEMANTIC_THRESHOLD": "0",
-                "CHAINLIT_AUTH_SECRET": "browser-test-secret-" + "x" * 40})
-    for name, password in USERS.items():
-        subprocess.run([sys.executable, "-m", "clincite.users", "add", name], input=f"{password}\n{password}\n", cwd=ROOT, env=env,
-                       check=True, capture_output=True, text=True, timeout=60)
-    log = open(data / "server.log", "w")
-    chainlit = os.path.join(os.path.dirname(sys.executable), "chainlit")
-    server = subprocess.Popen([chainlit, "run", "app.py", "-h", "--host", "127.0.0.1", "--port", str(port)],
-                              cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 240
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(base + "/health", timeout=2)
-            break
-        except OSError:
-            if server.poll() is not None:
-                pytest.fail("the app exited:\n" + (data / "server.log").read_text())
-            time.sleep(0.5)
-    else:
-        server.kill()
-        pytest.fail("the app did not start:\n" + (data / "server.log").read_text())
-    yield base, data
-    server.terminate()
-    try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        server.kill()
-    log.close()
 
 
 @pytest.fixture(scope="module")
@@ -84,23 +42,24 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
-def log_in(browser, base: str, user: str):
+def log_in(browser, app, user: str):
     context = browser.new_context(locale="zh-CN", viewport={"width": 1400, "height": 900})
     page = context.new_page()
-    page.goto(base)
+    page.goto(app.base_url)
     page.fill("#email", user)
-    page.fill("#password", USERS[user])
+    page.fill("#password", app.users[user])
     page.click("button[type=submit]")
     page.wait_for_selector("#starters", timeout=60_000)
     return context, page
 
 
-def test_a_clinician_asks_reads_the_sources_and_rates_the_answer(app_server, browser):
+def test_a_clinician_asks_reads_the_sources_and_rates_the_answer(running_app, browser):
     from playwright.sync_api import expect
 
-    base, data = app_server
-    context, page = log_in(browser, base, "doctor_a")
+    base = running_app.base_url
+    context, page = log_in(browser, running_app, "doctor_a")
     shot(page, "01-logged-in-starters")
+    before = page.request.get(base + "/metrics.json").json()  # the server is shared with other tests
 
     page.get_by_text(STARTER_LABEL, exact=True).click()
     answer = page.locator(".step[data-step-type='assistant_message']").filter(has_text="论据与来源")
@@ -132,20 +91,22 @@ def test_a_clinician_asks_reads_the_sources_and_rates_the_answer(app_server, bro
     expect(answer.locator(".positive-feedback-on")).to_have_count(1, timeout=20_000)
     shot(page, "05-feedback-given")
 
+    thread_id = thread_url.rsplit("/", 1)[1]
     deadline = time.time() + 20
     rows = []
     while time.time() < deadline and not rows:
-        with sqlite3.connect(data / "clincite.sqlite3") as db:
-            rows = db.execute("SELECT value, comment FROM feedbacks").fetchall()
+        db = running_app.database()
+        rows = db.execute('SELECT value, comment FROM feedbacks WHERE "threadId" = ?', (thread_id,)).fetchall()
+        db.close()
         time.sleep(0.3)
     assert rows == [(1, "引用准确，节省时间")]
 
     metrics = page.request.get(base + "/metrics.json").json()
-    assert metrics["answers"] == 1 and metrics["rated"] == 1 and metrics["thumbs_up"] == 1
-    assert metrics["satisfaction"] == 1.0 and metrics["ttft_p50"] is not None
+    assert metrics["answers"] == before["answers"] + 1 and metrics["rated"] == before["rated"] + 1
+    assert metrics["thumbs_up"] == before["thumbs_up"] + 1 and metrics["ttft_p50"] is not None
     page.goto(base + "/metrics")
     expect(page.get_by_text("ClinCite 满意度指标")).to_be_visible()
-    expect(page.get_by_text("100.0%").first).to_be_visible()
+    expect(page.get_by_text(f"{metrics['satisfaction'] * 100:.1f}%").first).to_be_visible()
     shot(page, "06-metrics-page")
 
     anonymous = browser.new_context()
@@ -164,13 +125,13 @@ def test_a_clinician_asks_reads_the_sources_and_rates_the_answer(app_server, bro
     pytest.first_thread_url = thread_url
 
 
-def test_another_clinician_cannot_open_that_thread(app_server, browser):
+def test_another_clinician_cannot_open_that_thread(running_app, browser):
     from playwright.sync_api import expect
 
-    base, _ = app_server
+    base = running_app.base_url
     thread_url = getattr(pytest, "first_thread_url", None)
     assert thread_url, "runs after the first browser test"
-    context, page = log_in(browser, base, "doctor_b")
+    context, page = log_in(browser, running_app, "doctor_b")
     expect(page.locator("#thread-history")).not_to_contain_text("低浓度阿托品")
     page.goto(thread_url)
     page.wait_for_timeout(3000)

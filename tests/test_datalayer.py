@@ -10,13 +10,14 @@ import subprocess
 import tempfile
 import uuid
 
+import httpx
 import pytest
 from chainlit.types import Feedback
 from chainlit.user import User
 from conftest import free_port, make_settings
 
 from clincite.shapes import AgentUsage, Degradation, QueryResult
-from clincite.web.datalayer import ClinCiteDataLayer, ensure_schema
+from clincite.web.datalayer import FILES_ROUTE, ClinCiteDataLayer, LocalStorageClient, ensure_schema
 from clincite.web.metrics import compute_metrics, render_page
 
 
@@ -145,9 +146,24 @@ async def test_concurrent_step_writes_keep_the_final_output(layer):
     assert len(rows) == 20 and all(r["output"] == "最终输出" for r in rows)
 
 
-async def test_source_passages_are_stored_for_resumed_threads(layer):
-    path = layer.storage_provider.path("user-1/element-1/【1】")
-    stored = await layer.storage_provider.upload_file("user-1/element-1/【1】", "《来源》原文", "text/plain")
-    assert stored["url"].endswith("user-1/element-1/【1】") and path.read_text(encoding="utf-8") == "《来源》原文"
+def test_a_stored_source_passage_is_served_to_its_owner_only(running_app):
+    """What a resumed thread's 【n】 link opens: the passage file, through the app's route, for its owner alone."""
+    owner, other = running_app.login("doctor_a"), running_app.login("doctor_b")
+    db = running_app.database()
+    (owner_id,) = db.execute("SELECT id FROM users WHERE identifier = 'doctor_a'").fetchone()
+    db.close()
+    storage = LocalStorageClient(running_app.data_dir / "files")  # where the app's data layer keeps element files
+    passage = "《来源》原文：低浓度阿托品"
+    stored = asyncio.run(storage.upload_file(f"{owner_id}/element-route-test/【1】", passage, "text/plain"))
+    url = stored["url"]
+    assert url.startswith(FILES_ROUTE + "/")
+
+    seen = owner.get(url)
+    assert seen.status_code == 200 and seen.text == passage
+    assert other.get(url).status_code == 404  # someone else's file looks like a missing one
+    assert httpx.get(running_app.base_url + url).status_code == 401
+    assert owner.get(FILES_ROUTE + "/" + owner_id + "/..%2F..%2Fusers.json").status_code == 404
     with pytest.raises(ValueError):
-        layer.storage_provider.path("../../etc/passwd")
+        storage.path("../../etc/passwd")
+    owner.close()
+    other.close()

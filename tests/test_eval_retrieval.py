@@ -1,13 +1,11 @@
-"""bench/eval_retrieval.py end to end: a tiny docs folder, three easy questions, --json, the bundled model."""
+"""bench/eval_retrieval.py end to end, in-process through its main(argv): a tiny docs folder, three easy questions."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import os
-import subprocess
-import sys
 
-from conftest import ROOT, TEST_MODEL
+from conftest import ROOT
 
 DOCS = {
     "阿托品滴眼液（测试）.md": (
@@ -32,7 +30,7 @@ CASES = [
 ]
 
 
-def test_eval_retrieval_json_on_a_tiny_docs_folder(tmp_path):
+def test_eval_retrieval_json_on_a_tiny_docs_folder(tmp_path, run_cli):
     docs = tmp_path / "docs"
     docs.mkdir()
     for name, text in DOCS.items():
@@ -40,12 +38,10 @@ def test_eval_retrieval_json_on_a_tiny_docs_folder(tmp_path):
     cases = tmp_path / "cases.json"
     cases.write_text(json.dumps(CASES, ensure_ascii=False), encoding="utf-8")
 
-    env = {**os.environ, "EMBEDDING_MODEL": TEST_MODEL, "SEMANTIC_THRESHOLD": "0"}
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "eval_retrieval.py"), "--docs", str(docs), "--cases", str(cases),
-         "--json"],
-        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120,
-    )
+    spec = importlib.util.spec_from_file_location("eval_retrieval", ROOT / "bench" / "eval_retrieval.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    out = run_cli(script.main, ["--docs", docs, "--cases", cases, "--json"])
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)  # stdout holds exactly one JSON object
     assert set(payload) == {"bm25", "semantic", "hybrid"}

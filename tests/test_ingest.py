@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import shutil
 import subprocess
 import sys
@@ -9,6 +11,7 @@ import sys
 import pytest
 from conftest import ATROPINE, ROOT, SAMPLE_KB, make_settings
 
+import ingest
 from clincite.chunking import chunk_document
 from clincite.ingest import Ingestor
 from clincite.kb import KnowledgeBase
@@ -55,7 +58,7 @@ def test_sentences_are_never_cut_and_overlap_by_one_sentence():
     for chunk in chunks:
         assert chunk.text.removeprefix("## 护理\n\n").startswith("角膜塑形镜") and chunk.text.endswith("。")
         assert 300 <= len(chunk.text) <= 500 or chunk is chunks[-1]
-    for before, after in zip(chunks, chunks[1:]):
+    for before, after in itertools.pairwise(chunks):
         assert after.start < before.end  # one sentence shared
         assert before.end - after.start == len(sentence)
 
@@ -234,27 +237,190 @@ def test_undecodable_text_is_skipped(tmp_path):
         load_document(path)
 
 
-def test_cli_prints_a_line_per_file_and_a_summary(tmp_path):
+def test_cli_prints_a_line_per_file_and_a_summary(tmp_path, run_cli):
     docs = tmp_path / "docs"
     docs.mkdir()
     shutil.copy(SAMPLE_KB / ATROPINE, docs)
     (docs / "notes.xyz").write_text("?", encoding="utf-8")
     env = {"KB_DIR": str(tmp_path / "kb"), "EMBEDDING_MODEL": "/nonexistent/model"}
-    run = lambda *extra: subprocess.run(  # noqa: E731
-        [sys.executable, "ingest.py", str(docs), *extra], cwd=ROOT, capture_output=True, text=True,
-        env={**__import__("os").environ, **env}, timeout=300)
-    first = run()
+    first = run_cli(ingest.main, [docs], env)
     assert first.returncode == 0, first.stderr
     lines = first.stdout.splitlines()
     assert any(line.startswith("added") and ATROPINE in line for line in lines)
     assert any(line.startswith("skipped") and "notes.xyz" in line and "不支持" in line for line in lines)
     assert lines[-1].startswith("完成：新增 1")
     assert "EMBEDDING_MODEL" in first.stderr  # BM25-only, and it says how to fix it
-    second = run()
+    second = run_cli(ingest.main, [docs], env)
     assert any(line.startswith("unchanged") and ATROPINE in line for line in second.stdout.splitlines())
     assert "未变 1" in second.stdout.splitlines()[-1]
 
-    (docs / ATROPINE).unlink()
-    nothing = subprocess.run([sys.executable, "ingest.py", str(docs / "notes.xyz")], cwd=ROOT, capture_output=True,
-                             text=True, env={**__import__("os").environ, **env}, timeout=300)
-    assert nothing.returncode == 1  # nothing could be ingested
+
+def test_the_ingest_command_exits_1_when_nothing_could_be_ingested(tmp_path):
+    """The one command run as a real process: `python ingest.py …` and its exit status, as a script sees it."""
+    (tmp_path / "notes.xyz").write_text("?", encoding="utf-8")
+    env = {**os.environ, "KB_DIR": str(tmp_path / "kb"), "EMBEDDING_MODEL": "/nonexistent/model"}
+    nothing = subprocess.run([sys.executable, "ingest.py", str(tmp_path / "notes.xyz")], cwd=ROOT,
+                             capture_output=True, text=True, env=env, timeout=120)
+    assert nothing.returncode == 1, nothing.stderr  # nothing could be ingested
+    assert "notes.xyz" in nothing.stdout and "不支持" in nothing.stdout
+
+
+# --- ingest that cannot hurt the KB (issue 11) -------------------------------------------------------------------
+
+
+def test_prune_refuses_a_missing_root_or_a_mass_removal_unless_forced(small_kb, run_cli):
+    settings, kb, docs = small_kb
+    Ingestor(settings, kb).run([docs])
+    kept = set(kb.catalogue.documents())
+    unmounted = docs.with_name("share-not-mounted")
+    docs.rename(unmounted)
+
+    missing = Ingestor(settings, kb).run([docs], prune=True)  # the share is not mounted: the folder is gone
+    assert "不存在" in missing.prune_refused and set(kb.catalogue.documents()) == kept
+    docs.mkdir()  # an empty mount point: every file looks deleted
+    empty = Ingestor(settings, kb).run([docs], prune=True)
+    assert "超过 50%" in empty.prune_refused and "--force" in empty.prune_refused
+    assert set(kb.catalogue.documents()) == kept and not empty.count("removed")
+
+    env = {"KB_DIR": str(settings.kb_dir), "EMBEDDING_MODEL": settings.embedding_model}
+    dry = run_cli(ingest.main, [docs, "--prune", "--force", "--dry-run"], env)
+    assert sorted(line.split()[1].rstrip(":") for line in dry.stdout.splitlines()[:-1]) == sorted(kept)
+    assert all(line.startswith("would-remove") for line in dry.stdout.splitlines()[:-1])
+    assert set(kb.catalogue.documents()) == kept, "a dry run removes nothing"
+    refused = run_cli(ingest.main, [docs, "--prune"], env)
+    assert "拒绝删除" in refused.stderr and set(kb.catalogue.documents()) == kept
+    forced = run_cli(ingest.main, [docs, "--prune", "--force"], env)
+    assert forced.stdout.count("removed") == len(kept) and not kb.catalogue.documents()
+    assert not kb.vectors(settings.embedding_model).all_ids()
+
+
+def test_the_hash_stored_is_of_the_bytes_that_were_parsed(tmp_path):
+    """A file rewritten while it is ingested: the stored hash and the chunks always come from one state of it."""
+    import hashlib
+    import threading
+    import time
+
+    halves = [("# 甲版本\n\n" + "甲版本的内容。" * 40 + "\n\n").encode(), ("甲版本的后半。" * 40 + "\n").encode(),
+              ("# 乙版本\n\n" + "乙版本内容。" * 50 + "\n\n").encode(), ("乙版本的后半。" * 60 + "\n").encode()]
+    # Every state a reader can meet: truncated (empty), first half written, whole — of either version.
+    states = [halves[0], halves[0] + halves[1], halves[2], halves[2] + halves[3]]
+    texts = {hashlib.sha256(state).hexdigest(): state.decode() for state in states}
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    target = docs / "改写中.md"
+    target.write_bytes(states[1])
+    stop = threading.Event()
+
+    def rewrite():
+        for first, second in itertools.cycle([halves[:2], halves[2:]]):
+            if stop.is_set():
+                return
+            with open(target, "wb") as f:  # O_TRUNC, then the bytes in two writes: as `cp` or an editor saves
+                f.write(first)
+                f.flush()
+                time.sleep(0.0005)
+                f.write(second)
+
+    writer = threading.Thread(target=rewrite, daemon=True)
+    writer.start()
+    stored = 0
+    try:
+        for run in range(12):
+            settings = make_settings(tmp_path / f"kb{run}")
+            with KnowledgeBase(settings) as kb:
+                result = Ingestor(settings, kb).run([docs]).results[0]
+                if result.status == "skipped":  # read while empty, or changing on every attempt
+                    assert "空" in result.detail or "修改" in result.detail, result.detail
+                    continue
+                stored += 1
+                record = kb.catalogue.documents()["改写中.md"]
+                assert record.file_hash in texts, "the hash is of one state of the file"
+                assert all(c.text in texts[record.file_hash] for c in kb.catalogue.chunks_of("改写中.md"))
+    finally:
+        stop.set()
+        writer.join()
+    assert stored, "some runs stored the file"
+
+
+def test_one_writer_a_second_ingest_waits_then_gives_up(small_kb, run_cli):
+    settings, kb, docs = small_kb
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from filelock import FileLock; "
+                               "FileLock(sys.argv[1]).acquire(); print('locked', flush=True); time.sleep(60)",
+                               str(kb.dir / "ingest.lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        from clincite.kb import IngestBusy
+
+        with pytest.raises(IngestBusy, match="另一个导入进程"):
+            Ingestor(settings.model_copy(update={"ingest_lock_timeout": 0.3}), kb).run([docs])
+        busy = run_cli(ingest.main, [docs], {"KB_DIR": str(settings.kb_dir), "INGEST_LOCK_TIMEOUT": "0.3",
+                                             "EMBEDDING_MODEL": settings.embedding_model})
+        assert busy.returncode == 1 and "另一个导入进程" in busy.stderr and not busy.stdout
+        assert kb.catalogue.document_count() == 0
+    finally:
+        holder.kill()  # a killed holder releases the lock (the kernel drops its fcntl lock)
+        holder.wait()
+    assert Ingestor(settings, kb).run([docs]).count("added") == 2
+
+
+def test_sigkill_mid_ingest_leaves_the_catalogue_intact_and_a_rerun_heals_orphan_vectors(tmp_path):
+    """Killed while a document's vectors are being added (before its catalogue commit): orphans, nothing broken."""
+    import sqlite3
+    import time
+
+    from conftest import TEST_MODEL
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(SAMPLE_KB / ATROPINE, docs / "a_first.md")
+    sentence = "眼轴长度每年增长超过零点三毫米提示近视进展较快，需要调整干预方案并缩短随访间隔。"
+    paragraphs = [f"第{i}段：{sentence}" for i in range(600)]
+    (docs / "b_big.md").write_text("# 大文档\n\n" + "\n\n".join(paragraphs), encoding="utf-8")  # ~150 chunks
+    settings = make_settings(tmp_path, embedding_model=TEST_MODEL)  # the real model: slow enough to kill midway
+    env = {**os.environ, "KB_DIR": str(settings.kb_dir), "EMBEDDING_MODEL": TEST_MODEL}
+    proc = subprocess.Popen([sys.executable, "ingest.py", str(docs)], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def counts() -> tuple[int, int]:
+        """(vectors in Chroma, chunks in the catalogue), read from their SQLite files as an outsider."""
+        try:
+            chroma = sqlite3.connect(f"file:{settings.kb_dir / 'chroma' / 'chroma.sqlite3'}?mode=ro", uri=True)
+            catalogue = sqlite3.connect(f"file:{settings.kb_dir / 'catalogue.sqlite3'}?mode=ro", uri=True)
+            try:
+                return (chroma.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0],
+                        catalogue.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+            finally:
+                chroma.close()
+                catalogue.close()
+        except sqlite3.Error:
+            return 0, 0
+
+    deadline = time.time() + 300
+    try:
+        while time.time() < deadline and proc.poll() is None:
+            vectors, chunks = counts()
+            if chunks and vectors > chunks:  # b_big.md's vectors are going in; its chunks are not committed
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "ingest finished before it could be killed midway"
+        proc.kill()  # SIGKILL: no cleanup of any kind
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    with KnowledgeBase(settings) as kb:
+        check = sqlite3.connect(settings.kb_dir / "catalogue.sqlite3")
+        assert check.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        check.close()
+        documents = kb.catalogue.documents()
+        assert set(documents) == {"a_first.md"}, "the big document was not committed"
+        assert len(kb.catalogue.chunk_ids("a_first.md")) == documents["a_first.md"].chunk_count
+        orphans = kb.vectors(TEST_MODEL).all_ids() - set(kb.catalogue.chunk_ids())
+        assert orphans, "killed after some of b_big.md's vectors were added"
+
+    rerun = subprocess.run([sys.executable, "ingest.py", str(docs)], cwd=ROOT, env=env, capture_output=True,
+                           text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "unchanged  a_first.md" in rerun.stdout and "added      b_big.md" in rerun.stdout
+    with KnowledgeBase(settings) as kb:
+        assert kb.vectors(TEST_MODEL).all_ids() == set(kb.catalogue.chunk_ids()), "orphans removed, all embedded"

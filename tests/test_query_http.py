@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
-from conftest import ROOT, TEST_MODEL
 from fake_clinical_llm import ClinicalLLM, agent_requests, llm_settings
 from fake_openai_server import FakeOpenAIServer, Reply
 
+import query
 from clincite.shapes import AnswerToken, DegradedEvent, NoticeEvent
 from query import TwoStageQueryService
 
@@ -126,13 +123,11 @@ async def test_an_answer_stream_cut_midway_keeps_what_arrived(kb_settings, searc
     assert result.citations and all(c.verified for c in result.citations)
 
 
-def test_cli_runs_through_http_when_a_base_url_is_set(kb_settings, sample_kb, server):
-    env = {**os.environ, "KB_DIR": str(kb_settings.kb_dir), "EMBEDDING_MODEL": TEST_MODEL, "SEMANTIC_THRESHOLD": "0",
-           "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.base_url,
+def test_cli_runs_through_http_when_a_base_url_is_set(kb_settings, sample_kb, server, run_cli):
+    env = {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.base_url,
            **{f"{a.upper()}_MODEL": f"fake-{a}" for a in ("decomposition", "relevance_judge", "sufficiency_judge",
                                                           "answer_generation")}}
-    out = subprocess.run([sys.executable, "query.py", QUESTION, "--json"], cwd=ROOT, capture_output=True,
-                         text=True, env=env, timeout=300)
+    out = run_cli(query.main, [QUESTION, "--json", "--kb", kb_settings.kb_dir], env)
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)
     assert payload["mode"] == "llm" and payload["citations"]

@@ -1,4 +1,7 @@
-"""Hybrid search: jieba + domain dictionary, bm25s vs the rank-bm25 reference, Chroma (embedded and server)."""
+"""Hybrid search: jieba + domain dictionary, bm25s vs the rank-bm25 reference, Chroma (embedded and server).
+
+Searches run on the hashing embedder; `test_the_real_model_finds_passages_by_meaning` keeps the real model's path.
+"""
 
 from __future__ import annotations
 
@@ -10,16 +13,9 @@ import time
 import urllib.request
 
 import pytest
-from conftest import (
-    ATROPINE,
-    ORTHO_K,
-    ROOT,
-    SAMPLE_KB,
-    TEST_MODEL,
-    free_port,
-    make_settings,
-)
+from conftest import ATROPINE, ORTHO_K, ROOT, SAMPLE_KB, TEST_MODEL, free_port, make_settings
 
+import query
 from clincite.embeddings import Embedder
 from clincite.ingest import Ingestor
 from clincite.kb import KnowledgeBase
@@ -46,10 +42,10 @@ async def test_atropine_side_effects_come_from_the_atropine_document(searcher):
     hits = await searcher.search("低浓度阿托品的副作用有哪些")
     assert hits[0].source == ATROPINE
     assert any("畏光" in h.text for h in hits[:3])
-    assert all(h.found_by for h in hits)
     both = [h for h in hits if set(h.found_by) == {"bm25", "semantic"}]
-    for h in both:
-        assert h.bm25 is not None and h.semantic is not None
+    assert both, "some passages are found by both retrievers"
+    for h in hits:  # each retriever that found a passage left its score, and only those
+        assert (h.bm25 is not None, h.semantic is not None) == ("bm25" in h.found_by, "semantic" in h.found_by)
 
 
 async def test_abbreviation_finds_the_full_term(searcher):
@@ -61,10 +57,12 @@ async def test_search_many_keeps_queries_apart_and_deduplicates(searcher):
     per_query = await searcher.search_many(["角膜塑形镜的禁忌症", "重复低强度红光的安全性"])
     assert per_query[0][0].source == ORTHO_K
     assert per_query[1][0].source == "重复低强度红光治疗及安全性（演示）.md"
-    for hits in per_query:
-        ids = [h.chunk_id for h in hits]
-        assert len(ids) == len(set(ids))
-        assert len(hits) <= searcher.settings.bm25_top_k + searcher.settings.semantic_top_k
+    bm25 = searcher.bm25_search_many(["角膜塑形镜的禁忌症", "重复低强度红光的安全性"])
+    semantic = searcher.semantic_search_many(["角膜塑形镜的禁忌症", "重复低强度红光的安全性"])
+    for hits, by_bm25, by_meaning in zip(per_query, bm25, semantic):
+        found = [cid for cid, _ in by_bm25] + [cid for cid, _ in by_meaning]
+        assert len(set(found)) < len(found), "both retrievers found some of the same passages"
+        assert sorted(h.chunk_id for h in hits) == sorted(set(found))  # each passage once, none lost
 
 
 def test_query_embedding_cache_stays_bounded(searcher, monkeypatch):
@@ -117,19 +115,35 @@ async def test_missing_embedding_model_falls_back_to_bm25_with_a_fix_it_warning(
 
 def test_reopening_a_kb_loads_the_saved_bm25_index(kb_settings, sample_kb, searcher):
     reopened = HybridSearcher(kb_settings, KnowledgeBase(kb_settings), searcher.embedder)
+    before = sorted(p.name for p in sample_kb.bm25_dir.rglob("*"))
     index = reopened._bm25_index()
-    assert index.version == sample_kb.catalogue.version
-    assert (sample_kb.bm25_dir / "clincite.json").exists()
+    assert index.version == sample_kb.catalogue.version == reopened.serving_version
+    published = sample_kb.bm25_dir / json.loads((sample_kb.bm25_dir / "current.json").read_text(encoding="utf-8"))["dir"]
+    assert (published / "clincite.json").exists()
+    assert sorted(p.name for p in sample_kb.bm25_dir.rglob("*")) == before, "the reader wrote nothing"
 
 
-def test_retrieve_cli_prints_hits_as_json(kb_settings, sample_kb):
-    env = {**os.environ, "KB_DIR": str(kb_settings.kb_dir), "EMBEDDING_MODEL": TEST_MODEL, "SEMANTIC_THRESHOLD": "0"}
-    out = subprocess.run([sys.executable, "query.py", "低浓度阿托品的副作用有哪些", "--retrieve", "--json"],
-                         cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
+def test_retrieve_cli_prints_hits_as_json(kb_settings, sample_kb, run_cli):
+    out = run_cli(query.main, ["低浓度阿托品的副作用有哪些", "--retrieve", "--json", "--kb", kb_settings.kb_dir])
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)
     assert payload["hits"][0]["source"] == ATROPINE
-    assert set(payload["hits"][0]) == {"chunk_id", "source", "text", "bm25", "semantic", "found_by"}
+    assert set(payload["hits"][0]) == {"chunk_id", "source", "title", "heading_path", "pages", "text", "bm25",
+                                       "semantic", "found_by"}
+
+
+async def test_the_real_model_finds_passages_by_meaning(tmp_path, real_embedder):
+    """The real path: sentence-transformers embeds at ingest and at query time, Chroma returns by cosine."""
+    settings = make_settings(tmp_path, embedding_model=TEST_MODEL)
+    kb = KnowledgeBase(settings)
+    report = Ingestor(settings, kb, real_embedder).run([SAMPLE_KB / ATROPINE, SAMPLE_KB / ORTHO_K])
+    assert report.count("added") == 2 and report.embedding_warning is None
+    assert kb.vectors(TEST_MODEL).count() == len(kb.catalogue.chunk_ids())
+    hits = await HybridSearcher(settings, kb, real_embedder).search("orthokeratology lens care 角膜塑形镜", "semantic")
+    assert hits and all(h.found_by == ["semantic"] for h in hits)
+    assert hits[0].source == ORTHO_K
+    vectors = real_embedder.encode_documents(["近视", "myopia"])
+    assert vectors.shape == (2, 384)
 
 
 @pytest.fixture()

@@ -1,17 +1,20 @@
 """Persistence of the web app: Chainlit's threads, steps, elements and feedback, plus one record per answer.
 
 SQLite (aiosqlite) in the data directory by default, PostgreSQL when CLINCITE_DATABASE_URL says so; the schema is
-created on first start. Three fixes over Chainlit's stock `SQLAlchemyDataLayer` (see shared/notes/chainlit-2.12.md §3):
-step writes are serialised (otherwise an empty-output `send()` can land after the final `update()`), feedback writes
-raise instead of failing silently (and are kept in a JSON-lines file if the database refuses them), and elements
+created on first start. Three fixes over Chainlit 2.12's stock `SQLAlchemyDataLayer`:
+writes of one step are serialised and never overwrite a stored output with an empty one (otherwise an empty-output
+`send()` can land after the final `update()`), feedback writes raise instead of failing silently (and are kept in a
+JSON-lines file if the database refuses them, replayed into the database at the next start), and elements
 (the source passages behind 【n】) are stored on disk so they survive in resumed threads.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import os
 import uuid
 from dataclasses import asdict
 from pathlib import Path
@@ -19,6 +22,7 @@ from typing import Any
 
 from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
 from chainlit.data.storage_clients.base import BaseStorageClient
+from chainlit.data.utils import queue_until_user_message
 from chainlit.types import Feedback
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -26,6 +30,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from clincite.migrations import Migrations, apply_async
 from clincite.settings import Settings
 from clincite.shapes import QueryResult
+from clincite.users import create_private
 
 log = logging.getLogger("clincite.datalayer")
 
@@ -73,7 +78,8 @@ async def m001_initial(connection) -> None:
 async def ensure_schema(url: str) -> int:
     """Apply pending migrations at start; returns the schema version."""
     if url.startswith("sqlite"):
-        Path(url.split("///", 1)[1]).parent.mkdir(parents=True, exist_ok=True)
+        # Created 0600 before SQLite opens it (SQLite's journal and WAL files take the database file's mode).
+        create_private(Path(url.split("///", 1)[1]))
     engine = create_async_engine(url)
     try:
         async with engine.begin() as connection:
@@ -130,14 +136,85 @@ class LocalStorageClient(BaseStorageClient):
 class ClinCiteDataLayer(SQLAlchemyDataLayer):
     def __init__(self, settings: Settings):
         self.fallback_file = settings.data_dir / "feedback_not_saved.jsonl"
-        self._step_lock = asyncio.Lock()
+        self._step_locks: dict[str, tuple[asyncio.Lock, int]] = {}  # step id → (lock, writers holding/waiting)
         super().__init__(conninfo=settings.db_url, storage_provider=LocalStorageClient(settings.data_dir / "files"))
 
+    @contextlib.asynccontextmanager
+    async def _step_lock(self, step_id: str):
+        """One lock per step: writes of one step are ordered, writes of different steps and chats run at once."""
+        lock, users = self._step_locks.get(step_id) or (asyncio.Lock(), 0)
+        self._step_locks[step_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._step_locks[step_id]
+            if users <= 1:
+                del self._step_locks[step_id]
+            else:
+                self._step_locks[step_id] = (lock, users - 1)
+
+    @queue_until_user_message()  # as Chainlit's: steps before the first message wait for it
     async def create_step(self, step_dict):
-        # Serialised: `send()` (empty output) and `update()` (final output) are separate tasks; the last one to
-        # land would win. update_step() goes through here too.
-        async with self._step_lock:
-            await super().create_step(step_dict)
+        """Chainlit's step upsert, except that an empty output never overwrites a stored non-empty one.
+
+        `send()` (empty output) and `update()` (final output) are separate tasks and may land in either order: the
+        answer must survive whichever comes last. update_step() goes through here too.
+        """
+        async with self._step_lock(str(step_dict.get("id"))):
+            await self.update_thread(step_dict["threadId"])
+            step_dict["showInput"] = (str(step_dict.get("showInput", "")).lower()
+                                      if "showInput" in step_dict else None)
+            parameters = {key: value for key, value in step_dict.items()
+                          if value is not None and not (isinstance(value, dict) and not value)}
+            parameters["metadata"] = json.dumps(step_dict.get("metadata", {}))
+            parameters["generation"] = json.dumps(step_dict.get("generation", {}))
+            updates = ", ".join(
+                'output = COALESCE(NULLIF(:output, \'\'), steps.output)' if key == "output" else f'"{key}" = :{key}'
+                for key in parameters if key != "id")
+            columns = ", ".join(f'"{key}"' for key in parameters)
+            values = ", ".join(f":{key}" for key in parameters)
+            await self.execute_sql(query=f"INSERT INTO steps ({columns}) VALUES ({values}) "
+                                         f"ON CONFLICT (id) DO UPDATE SET {updates}", parameters=parameters)
+
+    async def replay_unsaved_feedback(self) -> tuple[int, int]:
+        """Write the ratings kept in the fallback file into the database; returns (written, still kept).
+
+        The file is first renamed, so ratings that fail meanwhile append to a fresh file and none is lost; a row
+        that fails again goes back to the fallback file. A crash mid-replay leaves the renamed file, which the next
+        start replays too (rows are upserted by id: replaying one twice writes it once).
+        """
+        replaying = self.fallback_file.with_name(self.fallback_file.stem + ".replaying.jsonl")
+        if self.fallback_file.exists():
+            if replaying.exists():  # left by a crash: keep its rows, add the new ones
+                with self.fallback_file.open("rb") as new_rows, replaying.open("ab") as old_rows:
+                    old_rows.write(new_rows.read())
+                self.fallback_file.unlink()
+            else:
+                os.replace(self.fallback_file, replaying)
+        if not replaying.exists():
+            return 0, 0
+        written = kept = 0
+        for line in replaying.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                async with self.engine.begin() as connection:
+                    await connection.execute(insert_sql("feedbacks", row, upsert=True), row)
+                written += 1
+            except Exception as exc:
+                kept += 1
+                log.warning("Saved feedback still not written (%s: %s); kept in %s", type(exc).__name__, exc,
+                            self.fallback_file)
+                fd = os.open(self.fallback_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                with os.fdopen(fd, "a", encoding="utf-8") as f:
+                    f.write(line.rstrip("\n") + "\n")
+        replaying.unlink()
+        if written or kept:
+            log.warning("Replayed %d saved feedback rows into the database (%d still kept in %s)", written, kept,
+                        self.fallback_file)
+        return written, kept
 
     async def upsert_feedback(self, feedback: Feedback) -> str:
         """Write the feedback or keep it in a file: a clinician's rating is never silently dropped."""
@@ -150,9 +227,47 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
             log.exception("Feedback %s could not be written to the database; kept in %s", feedback.id,
                           self.fallback_file)
             self.fallback_file.parent.mkdir(parents=True, exist_ok=True)
-            with self.fallback_file.open("a", encoding="utf-8") as f:
+            # Clinicians' comments: readable by the app's account only, from the moment the file exists.
+            fd = os.open(self.fallback_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as f:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
         return feedback.id
+
+    async def owned_answer_thread(self, user_identifier: str, step_id: str) -> str | None:
+        """The thread of this answer (its on_message run step) when the thread belongs to this user, else None."""
+        rows = await self.query(
+            'SELECT a."threadId" FROM answer_records a JOIN threads t ON t.id = a."threadId" '
+            'WHERE a."stepId" = :step AND t."userIdentifier" = :user', {"step": step_id, "user": user_identifier})
+        return rows[0]["threadId"] if rows else None
+
+    async def upsert_user_feedback(self, user_identifier: str, feedback: Feedback) -> str | None:
+        """Write a clinician's rating of one of their own answers; None (nothing written) for anything else.
+
+        One rating per answer: a new rating of an already rated answer replaces it, and a feedback id the client sends
+        is honoured only when it is that rating's own id (so nobody can repoint or overwrite another rating).
+        """
+        thread_id = await self.owned_answer_thread(user_identifier, feedback.forId)
+        if thread_id is None or (feedback.threadId and feedback.threadId != thread_id):
+            return None
+        if feedback.id:
+            rows = await self.query('SELECT "forId" FROM feedbacks WHERE id = :id', {"id": feedback.id})
+            if rows and rows[0]["forId"] != feedback.forId:
+                return None
+            if not rows:
+                feedback.id = None  # an id the client made up names nothing: the server picks the row
+        if not feedback.id:
+            rows = await self.query('SELECT id FROM feedbacks WHERE "forId" = :for_id ORDER BY "createdAt" DESC',
+                                    {"for_id": feedback.forId})
+            feedback.id = rows[0]["id"] if rows else None
+        feedback.threadId = thread_id
+        return await self.upsert_feedback(feedback)
+
+    async def delete_user_feedback(self, user_identifier: str, feedback_id: str) -> bool:
+        """Delete a rating in one of this user's threads; False (nothing deleted) for anyone else's or none."""
+        rows = await self.query(
+            'SELECT f.id FROM feedbacks f JOIN threads t ON t.id = f."threadId" '
+            'WHERE f.id = :id AND t."userIdentifier" = :user', {"id": feedback_id, "user": user_identifier})
+        return bool(rows) and await self.delete_feedback(feedback_id)
 
     async def record_answer(self, result: QueryResult, step_id: str, thread_id: str | None,
                             user: str | None) -> None:
@@ -171,6 +286,42 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
         }
         async with self.engine.begin() as connection:
             await connection.execute(insert_sql("answer_records", row), row)
+
+    async def _get_user_id_by_thread(self, thread_id: str) -> str | None:
+        """Element files are stored under the thread owner's id; a thread's first answer can arrive before the thread
+        row has its user (Chainlit then files the passage under "unknown/"): the session's own user owns it."""
+        user_id = await super()._get_user_id_by_thread(thread_id)
+        if user_id:
+            return user_id
+        try:
+            from chainlit.context import context
+
+            user = context.session.user
+        except Exception:  # no Chainlit context (a script, a test): nobody to attribute it to
+            return None
+        persisted = await self.get_user(user.identifier) if user is not None else None
+        return persisted.id if persisted else None
+
+    async def element_owned_by(self, object_key: str, user_identifier: str) -> bool:
+        """True when a stored element file belongs to a thread of this user, wherever Chainlit filed it."""
+        rows = await self.query(
+            'SELECT e.id FROM elements e JOIN threads t ON t.id = e."threadId" '
+            'WHERE e."objectKey" = :key AND t."userIdentifier" = :user', {"key": object_key, "user": user_identifier})
+        return bool(rows)
+
+    async def recent_negative_feedback(self, limit: int = 20) -> list[dict]:
+        """The latest 👎 with their comment, question, answer and thread: what the clinic's reviewers read."""
+        rows = await self.query(
+            'SELECT f."forId", f."threadId", f.comment, f."createdAt", a.question, t."userIdentifier" '
+            'FROM feedbacks f JOIN answer_records a ON a."stepId" = f."forId" AND a."threadId" = f."threadId" '
+            'LEFT JOIN threads t ON t.id = f."threadId" WHERE f.value = 0 ORDER BY f."createdAt" DESC LIMIT :limit',
+            {"limit": limit})
+        for row in rows:
+            answer = await self.query(
+                'SELECT output FROM steps WHERE "parentId" = :run AND type = \'assistant_message\' '
+                'ORDER BY "createdAt" DESC LIMIT 1', {"run": row["forId"]})
+            row["answer"] = answer[0]["output"] if answer else ""
+        return rows
 
     async def query(self, sql: str, parameters: dict | None = None) -> list[dict]:
         async with self.engine.connect() as connection:

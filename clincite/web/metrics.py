@@ -14,6 +14,8 @@ from collections import Counter, defaultdict
 from clincite.web.datalayer import ClinCiteDataLayer
 
 TTFT_BUCKETS = [1, 2, 3, 5, 8, 13]  # seconds: histogram edges
+RECENT_THUMBS_DOWN = 20
+ANSWER_PREVIEW_CHARS = 600
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -30,11 +32,15 @@ def ratio(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
-async def compute_metrics(layer: ClinCiteDataLayer) -> dict:
+async def compute_metrics(layer: ClinCiteDataLayer, status: dict | None = None) -> dict:
     answers = await layer.query(
         'SELECT "stepId", "createdAt", ttft, total, cached, stage2, degradations, unverified_citations, mode, '
         "timings FROM answer_records")
-    rows = await layer.query('SELECT id, "forId", value, "createdAt" FROM feedbacks ORDER BY "createdAt"')
+    # Only ratings of a real answer, in the thread that answer belongs to: rows aimed at made-up ids (written by
+    # Chainlit's unchecked /feedback before the owner check) must not move the satisfaction figures.
+    rows = await layer.query(
+        'SELECT f.id, f."forId", f.value, f."createdAt" FROM feedbacks f JOIN answer_records a '
+        'ON a."stepId" = f."forId" AND a."threadId" = f."threadId" ORDER BY f."createdAt"')
     latest: dict[str, dict] = {}
     for row in rows:  # a changed rating replaces the earlier one for the same answer
         latest[row["forId"]] = row
@@ -78,7 +84,21 @@ async def compute_metrics(layer: ClinCiteDataLayer) -> dict:
         "degradations": dict(degradations),
         "unverified_citations": sum(int(a["unverified_citations"] or 0) for a in answers),
         "offline_answers": sum(1 for a in answers if a["mode"] == "offline"),
+        "recent_thumbs_down": [{**row, "createdAt": str(row["createdAt"])}
+                               for row in await layer.recent_negative_feedback(RECENT_THUMBS_DOWN)],
+        "status": status or {},
     }
+
+
+def system_status() -> dict:
+    """What the clinic's IT needs to see at a glance: answer mode, search mode and why semantic search is off."""
+    from clincite.web import state
+
+    app = state.current()
+    searcher = app.service.searcher
+    return {"mode": app.service.mode, "search": "bm25" if searcher.bm25_only else "hybrid",
+            "embedding_model": app.settings.embedding_model, "embedding_problem": searcher.warning,
+            "documents": searcher.kb.catalogue.document_count(), "kb_version": searcher.kb.catalogue.version}
 
 
 STAGES = {"decomposition": "问题分解", "search": "检索", "judgement": "相关性判断", "sufficiency": "充分性判断",
@@ -157,12 +177,48 @@ h1 {{ font-size: 1.5rem; }} h2 {{ font-size: 1.1rem; margin-top: 2rem; }}
 .note {{ color: #64748b; font-size: .8rem; }} .chart {{ background: white; border-radius: 10px; padding: 1rem;
         max-width: 900px; box-shadow: 0 1px 3px rgba(0,0,0,.08); }}
 .empty {{ color: #94a3b8; }} a {{ color: #0f766e; }}
+table.status th {{ text-align: left; color: #64748b; font-weight: normal; padding-right: 1.5rem; }}
+.problem {{ color: #b45309; font-size: .85rem; }} .down {{ border-bottom: 1px solid #e2e8f0; padding: .6rem 0; }}
+.down .meta {{ color: #64748b; font-size: .8rem; }} pre {{ white-space: pre-wrap; font-size: .8rem; }}
 </style></head><body>
 <h1>ClinCite 满意度指标</h1>
 <p><a href="/">返回问答</a> · <a href="/metrics.json">JSON</a></p>
 <div class="cards">{card_html}</div>
+{_status_html(m.get("status") or {})}
+<h2>最近的 👎 反馈</h2>{_thumbs_down_html(m.get("recent_thumbs_down") or [])}
 <h2>每日满意度</h2><div class="chart">{_bars(days, 1.0, "#0f766e")}</div>
 <h2>首字时间分布</h2><div class="chart">{_bars(ttft, max([c for _, c, _ in ttft] or [0]), "#2563eb")}</div>
 <h2>各环节耗时（中位数）</h2><div class="chart">{_bars(stages, max([v for _, v, _ in stages] or [0]), "#7c3aed")}</div>
 <h2>降级次数（按环节）</h2><div class="chart">{_bars(degraded, max([c for _, c, _ in degraded] or [0]), "#d97706")}</div>
 </body></html>"""
+
+
+def _status_html(status: dict) -> str:
+    if not status:
+        return ""
+    mode = "离线演示模式（未配置大语言模型）" if status.get("mode") == "offline" else "大语言模型"
+    search = "混合检索（BM25 + 语义）" if status.get("search") == "hybrid" else "⚠️ 仅 BM25 关键词检索"
+    rows = [("回答方式", mode), ("检索方式", search), ("向量模型", status.get("embedding_model") or "—"),
+            ("知识库文档数", str(status.get("documents", "—"))), ("知识库版本", str(status.get("kb_version", "—")))]
+    table = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
+    problem = status.get("embedding_problem")
+    detail = f'<p class="problem">{html.escape(problem)}</p>' if problem else ""
+    return f'<h2>系统状态</h2><div class="chart"><table class="status">{table}</table>{detail}</div>'
+
+
+def _thumbs_down_html(rows: list[dict]) -> str:
+    if not rows:
+        return '<div class="chart"><p class="empty">暂无 👎 反馈</p></div>'
+    items = []
+    for row in rows:
+        answer = row.get("answer") or ""
+        preview = answer[:ANSWER_PREVIEW_CHARS] + ("…" if len(answer) > ANSWER_PREVIEW_CHARS else "")
+        thread = html.escape(row.get("threadId") or "", quote=True)
+        link = f'<a href="/thread/{thread}">打开对话</a>' if thread else ""
+        items.append(
+            f'<div class="down"><div class="meta">{html.escape(str(row.get("createdAt") or "")[:19])} · '
+            f'{html.escape(row.get("userIdentifier") or "—")} · {link}</div>'
+            f'<div><b>问题：</b>{html.escape(row.get("question") or "")}</div>'
+            f'<div><b>意见：</b>{html.escape(row.get("comment") or "（未填写）")}</div>'
+            f'<details><summary>回答</summary><pre>{html.escape(preview)}</pre></details></div>')
+    return '<div class="chart">' + "".join(items) + "</div>"

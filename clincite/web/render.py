@@ -9,7 +9,9 @@ import chainlit as cl
 from chainlit.utils import utc_now
 
 from clincite.citations import mark_unverified
+from clincite.inert import inert_report, inert_text
 from clincite.naming import display_source
+from clincite.web.sources import source_markdown, with_pages
 from clincite.shapes import (
     STAGE_LABELS,
     AnswerDone,
@@ -32,6 +34,7 @@ from clincite.shapes import (
 
 ANSWER_AUTHOR = "ClinCite"
 NOTICE_AUTHOR = "系统提示"
+BM25_ONLY_NOTICE = "语义检索暂不可用，本次仅用关键词检索（原因与修复方法见 /metrics 的系统状态）。"
 FLUSH_SECONDS = 0.04  # tokens are sent in batches: one socket event and one markdown re-parse per batch
 SNIPPET_CHARS = 80
 CONFIDENCE = {"high": "高", "medium": "中", "low": "低"}
@@ -47,6 +50,7 @@ class ChainlitRenderer:
         self.steps: dict[str, cl.Step] = {}
         self.message: cl.Message | None = None
         self.buffer: list[str] = []
+        self.streamed = ""  # the report so far, as the model wrote it
         self.last_flush = 0.0
         self.late_degradations: list[str] = []
         self.result: QueryResult | None = None
@@ -70,7 +74,8 @@ class ChainlitRenderer:
                 await self.close_step(stage)
             case DecompositionReady(sub_queries=subs):
                 step = self.steps.get("decomposition") or await self.open_step("decomposition")
-                step.output = "\n".join(f"{i}. **{sq.text}**（维度：{sq.focus or '综合'}）" for i, sq in enumerate(subs, 1))
+                step.output = "\n".join(f"{i}. **{inert_text(sq.text)}**（维度：{inert_text(sq.focus or '综合')}）"
+                                        for i, sq in enumerate(subs, 1))
                 await step.update()
             case SearchDone():
                 await self.search_done(event)
@@ -82,13 +87,14 @@ class ChainlitRenderer:
                 step = self.steps.get("sufficiency") or await self.open_step("sufficiency")
                 step.output = (f"**结论：{'证据充分' if v.sufficient else '证据不足，需要第二阶段检索'}**"
                                f"（置信度 {CONFIDENCE[v.confidence]}）\n\n"
-                               f"- 已覆盖：{'、'.join(v.covered_aspects) or '—'}\n"
-                               f"- 缺失的关键方面：{'、'.join(v.missing_key_aspects) or '无'}\n"
-                               f"- 理由：{v.reasoning or '—'}")
+                               f"- 已覆盖：{inert_text('、'.join(v.covered_aspects)) or '—'}\n"
+                               f"- 缺失的关键方面：{inert_text('、'.join(v.missing_key_aspects)) or '无'}\n"
+                               f"- 理由：{inert_text(v.reasoning) or '—'}")
                 await step.update()
             case Stage2Started(sub_queries=subs):
                 step = self.steps.get("stage2") or await self.open_step("stage2")
-                step.output = "追加子查询：\n" + "\n".join(f"- {sq.text}（{sq.focus}）" for sq in subs)
+                step.output = "追加子查询：\n" + "\n".join(f"- {inert_text(sq.text)}（{inert_text(sq.focus or '')}）"
+                                                           for sq in subs)
                 await step.update()
             case DegradedEvent(degradation=d):
                 if self.message is not None:  # keep the answer the last message (it carries the feedback buttons)
@@ -129,12 +135,12 @@ class ChainlitRenderer:
         parent = "stage2" if event.stage == 2 else "search"
         if parent not in self.steps:
             await self.open_step(parent)
-        lines = [f"**{event.sub_query.text}**\n"]
+        lines = [f"**{inert_text(event.sub_query.text)}**\n"]
         for i, hit in enumerate(event.hits, 1):
             scores = "，".join(filter(None, [f"BM25 {hit.bm25:.2f}" if hit.bm25 is not None else "",
                                             f"语义 {hit.semantic:.2f}" if hit.semantic is not None else ""]))
-            snippet = hit.text.replace("\n", " ")[:SNIPPET_CHARS]
-            lines.append(f"{i}. 《{display_source(hit.source)}》（{scores}）{snippet}…")
+            snippet = inert_text(hit.text.replace("\n", " ")[:SNIPPET_CHARS])
+            lines.append(f"{i}. 《{inert_text(display_source(hit.source))}》（{scores}）{snippet}…")
         if not event.hits:
             lines.append("没有检索到相关片段。")
         await self.child(parent, f"检索 {event.sub_query.id}", "\n".join(lines))
@@ -144,10 +150,12 @@ class ChainlitRenderer:
         if parent not in self.steps:
             await self.open_step(parent)
         a = event.analysis
-        extracts = "\n".join(f"> 《{display_source(x.source)}》“{x.text}”\n" for x in a.extracts) or "（无相关摘录）"
-        output = (f"**{a.sub_query.text}**\n\n置信度：{CONFIDENCE[a.confidence]}"
-                  f"{'（判断失败，直接使用检索结果）' if a.degraded else ''}\n\n子回答：{a.sub_answer}\n\n{extracts}\n"
-                  f"缺失方面：{'、'.join(a.missing) or '无'}")
+        # Sub-answers and extracts are document text (or model text made from it): shown, never rendered as markup.
+        extracts = "\n".join(f"> 《{inert_text(display_source(x.source))}》“{inert_text(x.text.replace(chr(10), ' '))}”\n"
+                             for x in a.extracts) or "（无相关摘录）"
+        output = (f"**{inert_text(a.sub_query.text)}**\n\n置信度：{CONFIDENCE[a.confidence]}"
+                  f"{'（判断失败，直接使用检索结果）' if a.degraded else ''}\n\n子回答：{inert_text(a.sub_answer)}\n\n"
+                  f"{extracts}\n缺失方面：{inert_text('、'.join(a.missing)) or '无'}")
         await self.child(parent, f"判断 {a.sub_query.id}", output)
 
     async def notice(self, event: NoticeEvent) -> None:
@@ -157,7 +165,9 @@ class ChainlitRenderer:
         shown.add(event.kind)
         cl.user_session.set("notices_shown", shown)
         icon = {"offline": "🧪", "bm25_only": "⚠️", "cached": "⚡", "empty_kb": "📂"}[event.kind]
-        await cl.Message(content=f"{icon} {event.message}", author=NOTICE_AUTHOR).send()
+        # The embedding problem's details and fix are for the clinic's IT (log, ingest.py, /metrics), not the chat.
+        message = BM25_ONLY_NOTICE if event.kind == "bm25_only" else event.message
+        await cl.Message(content=f"{icon} {message}", author=NOTICE_AUTHOR).send()
 
     # --- the answer ---
     async def token(self, text: str) -> None:
@@ -171,8 +181,11 @@ class ChainlitRenderer:
 
     async def flush(self) -> None:
         if self.buffer and self.message is not None:
-            await self.message.stream_token("".join(self.buffer))
+            # The whole report so far, made inert, replaces the shown one: a link or image can span several tokens,
+            # so escaping token by token could not see it.
+            self.streamed += "".join(self.buffer)
             self.buffer.clear()
+            await self.message.stream_token(inert_report(self.streamed), is_sequence=True)
 
     async def answer_done(self, result: QueryResult) -> None:
         self.result = result
@@ -186,7 +199,7 @@ class ChainlitRenderer:
 
 
 def final_content(result: QueryResult, late_degradations: list[str]) -> str:
-    body = mark_unverified(result.answer, result.citations)
+    body = inert_report(with_pages(mark_unverified(result.answer, result.citations), result.citations))
     checked = sum(1 for c in result.citations if c.verified)
     footer = [f"引用核验：{checked}/{len(result.citations)} 条原文已在来源中逐字找到"
               + (f"，⚠️ {result.unverified_citations} 条未能核验" if result.unverified_citations else "")
@@ -198,19 +211,17 @@ def final_content(result: QueryResult, late_degradations: list[str]) -> str:
 
 
 def source_elements(citations: list[Citation], chunks: dict[str, Chunk]) -> list[cl.Text]:
-    """One side element per citation, named 【n】 so the marker in the report is the link (no 【1】/【12】 clash)."""
+    """One side element per citation, named 【n】 so the marker in the report is the link (no 【1】/【12】 clash).
+
+    Chainlit (2.11+) would open the side panel by itself with every passage of the thread; public/custom.js keeps it
+    closed until a clinician clicks a 【n】, and the panel then shows that citation's passage only.
+    """
     elements = []
     seen: set[int] = set()
     for citation in citations:
         if citation.number in seen:
             continue
         seen.add(citation.number)
-        chunk = chunks.get(citation.chunk_id or "")
-        heading = " > ".join(citation.heading_path) or "—"
-        status = ("✅ 已在来源中逐字核验" if citation.verified
-                  else "⚠️ **未能在来源中逐字找到这段引文**，请谨慎对待，并以原始文件为准。")
-        context = f"\n\n---\n**所在段落全文**\n\n{chunk.text}" if chunk else ""
-        content = (f"### 《{citation.source}》\n\n**章节**：{heading}\n\n{status}\n\n"
-                   f"**引文**\n\n> {citation.quote}{context}")
+        content = source_markdown(citation, chunks.get(citation.chunk_id or ""))
         elements.append(cl.Text(name=f"【{citation.number}】", content=content, display="side"))
     return elements

@@ -1,12 +1,23 @@
-"""The app's own HTTP routes: /metrics and /metrics.json (login required), stored source passages (owner only)."""
+"""The app's own HTTP routes: /metrics and /metrics.json (login required), stored source passages (owner only),
+and owner-checked replacements for Chainlit's /feedback and /login."""
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+from typing import Annotated, Any
+
+import jwt
+from chainlit.auth import get_current_user
 from chainlit.auth.cookie import get_token_from_cookies
 from chainlit.auth.jwt import decode_jwt
+from chainlit.config import config
+from chainlit.context import init_ws_context
 from chainlit.data import get_data_layer
 from chainlit.server import app as fastapi_app
-from fastapi import Request
+from chainlit.session import WebsocketSession
+from chainlit.types import DeleteFeedbackRequest, UpdateFeedbackRequest
+from fastapi import Depends, Request
 from fastapi.responses import (
     FileResponse,
     HTMLResponse,
@@ -15,8 +26,20 @@ from fastapi.responses import (
     Response,
 )
 
+from clincite.web.auth import login_route
 from clincite.web.datalayer import FILES_ROUTE, ClinCiteDataLayer
-from clincite.web.metrics import compute_metrics, render_page
+from clincite.web.metrics import compute_metrics, render_page, system_status
+from clincite.web.sources import (
+    AVATAR,
+    ORIGINAL_ROUTE,
+    PASSAGE_ROUTE,
+    original_document,
+    render_passage_page,
+)
+from clincite.web.looplag import summary as loop_lag
+
+log = logging.getLogger("clincite.app")
+CurrentUser = Annotated[Any, Depends(get_current_user)]  # Chainlit's login check (401 without a valid login)
 
 
 def request_user(request: Request):
@@ -27,7 +50,7 @@ def request_user(request: Request):
         return None
     try:
         return decode_jwt(token)
-    except Exception:
+    except (jwt.PyJWTError, TypeError, ValueError):  # forged, expired, or not a login token
         return None
 
 
@@ -40,13 +63,29 @@ def metrics_layer() -> ClinCiteDataLayer:
 async def metrics_json(request: Request) -> Response:
     if request_user(request) is None:
         return JSONResponse({"error": "需要登录 (login required)"}, status_code=401)
-    return JSONResponse(await compute_metrics(metrics_layer()))
+    return JSONResponse({**await compute_metrics(metrics_layer(), system_status()), "event_loop_lag": loop_lag()})
 
 
 async def metrics_page(request: Request) -> Response:
     if request_user(request) is None:
         return RedirectResponse("/login", status_code=303)
-    return HTMLResponse(render_page(await compute_metrics(metrics_layer())))
+    return HTMLResponse(render_page(await compute_metrics(metrics_layer(), system_status())))
+
+
+def owned_file(root: Path, owner_folder: str, object_key: str) -> Path | None:
+    """The stored file named by this key if, once resolved (`..`, `%2F`, symlinks), it lies inside the owner's own
+    folder; None for anything else. The key's raw first segment proves nothing: `bob/../alice/…` starts with bob."""
+    if not owner_folder or "/" in owner_folder or owner_folder in (".", ".."):
+        return None
+    try:
+        folder = (root / owner_folder).resolve()
+        path = (root / object_key).resolve()
+        return path if path.is_relative_to(folder) and path != folder and path.is_file() else None
+    except (OSError, ValueError):  # e.g. a NUL byte in the key
+        return None
+
+
+NOT_FOUND = {"error": "文件不存在或无权访问 (not found)"}
 
 
 async def stored_file(object_key: str, request: Request) -> Response:
@@ -55,12 +94,68 @@ async def stored_file(object_key: str, request: Request) -> Response:
     if user is None:
         return JSONResponse({"error": "需要登录 (login required)"}, status_code=401)
     persisted = await layer.get_user(user.identifier)
-    if persisted is None or object_key.split("/", 1)[0] != persisted.id:
-        return JSONResponse({"error": "无权访问 (forbidden)"}, status_code=403)
-    path = layer.storage_provider.path(object_key)
-    if not path.exists():
-        return JSONResponse({"error": "not found"}, status_code=404)
+    path = owned_file(layer.storage_provider.root, persisted.id, object_key) if persisted else None
+    if path is None and persisted and await layer.element_owned_by(object_key, user.identifier):
+        # Filed elsewhere by Chainlit (e.g. "unknown/…" before the thread had its user): the elements table says
+        # whose thread it belongs to; the file must still lie inside the folder its key names.
+        path = owned_file(layer.storage_provider.root, object_key.split("/", 1)[0], object_key)
+    if path is None:  # someone else's file and a missing file look the same: nothing to probe
+        return JSONResponse(NOT_FOUND, status_code=404)
     return FileResponse(path, media_type="text/plain; charset=utf-8")
+
+
+async def put_feedback(request: Request, update: UpdateFeedbackRequest, user: CurrentUser) -> Response:
+    """PUT /feedback in place of Chainlit's, which writes whatever it is sent: only the owner of the thread may rate
+    one of its answers, and only their own rating of it is changed."""
+    feedback_id = await metrics_layer().upsert_user_feedback(user.identifier, update.feedback)
+    if feedback_id is None:
+        return JSONResponse({"detail": "无权评价这条回答 (forbidden)"}, status_code=403)
+    if config.code.on_feedback:
+        try:
+            init_ws_context(WebsocketSession.get_by_id(update.sessionId))
+            await config.code.on_feedback(update.feedback)
+        except Exception:
+            log.exception("on_feedback failed")
+    return JSONResponse({"success": True, "feedbackId": feedback_id})
+
+
+async def delete_feedback(request: Request, payload: DeleteFeedbackRequest, user: CurrentUser) -> Response:
+    if not await metrics_layer().delete_user_feedback(user.identifier, payload.feedbackId):
+        return JSONResponse({"detail": "无权删除这条评价 (forbidden)"}, status_code=403)
+    return JSONResponse({"success": True})
+
+
+async def original_file(source: str, request: Request) -> Response:
+    """"打开原文": the original file of a KB document, to whoever is logged in; only files the catalogue lists."""
+    if request_user(request) is None:
+        return JSONResponse({"error": "需要登录 (login required)"}, status_code=401)
+    found = original_document(source)
+    if found is None:
+        return JSONResponse({"error": "知识库中没有这个文件 (not found)"}, status_code=404)
+    path, media_type, text = found
+    headers = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox"}
+    if text is not None:  # decoded here: a Big5 or UTF-16 file reads correctly, and HTML is shown, never run
+        return Response(text, media_type="text/plain; charset=utf-8", headers=headers)
+    if media_type == "application/pdf":
+        headers.pop("Content-Security-Policy")  # the browser's PDF viewer does not run in a sandboxed document
+    return FileResponse(path, media_type=media_type, headers=headers,
+                        content_disposition_type="inline" if media_type == "application/pdf" else "attachment")
+
+
+async def passage_page(chunk_id: str, request: Request) -> Response:
+    """A passage in its document: the neighbouring passages before and after it, one click from the side panel."""
+    if request_user(request) is None:
+        return RedirectResponse("/login", status_code=303)
+    page = render_passage_page(chunk_id, request.query_params.get("quote", ""))
+    if page is None:
+        return HTMLResponse("<p>片段不存在（知识库可能已更新）。</p>", status_code=404)
+    return HTMLResponse(page, headers={"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
+                                                                  "img-src 'self'"})
+
+
+async def avatar(avatar_id: str) -> Response:
+    """Chainlit answers 400 for a non-ASCII author ("系统提示") and 404-probes others: every author gets the logo."""
+    return FileResponse(AVATAR, media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})
 
 
 def add_routes_before_the_spa() -> None:
@@ -69,6 +164,13 @@ def add_routes_before_the_spa() -> None:
     fastapi_app.add_api_route("/metrics.json", metrics_json, methods=["GET"])
     fastapi_app.add_api_route("/metrics", metrics_page, methods=["GET"])
     fastapi_app.add_api_route(FILES_ROUTE + "/{object_key:path}", stored_file, methods=["GET"])
+    fastapi_app.add_api_route(ORIGINAL_ROUTE + "/{source:path}", original_file, methods=["GET"])
+    fastapi_app.add_api_route(PASSAGE_ROUTE + "/{chunk_id}", passage_page, methods=["GET"])
+    fastapi_app.add_api_route("/avatars/{avatar_id}", avatar, methods=["GET"])
+    # Same paths as Chainlit's own routes: placed first, these answer instead (owner checks, login throttle).
+    fastapi_app.add_api_route("/feedback", put_feedback, methods=["PUT"])
+    fastapi_app.add_api_route("/feedback", delete_feedback, methods=["DELETE"])
+    fastapi_app.add_api_route("/login", login_route, methods=["POST"])
     ours = fastapi_app.router.routes[before:]
     del fastapi_app.router.routes[before:]
     fastapi_app.router.routes[0:0] = ours

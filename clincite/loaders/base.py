@@ -1,0 +1,185 @@
+"""What every loader produces: one clean text, its sections (heading paths) and, for paged formats, page offsets.
+
+Loaders build documents through `DocumentBuilder`, so every format ends up in the same shape: headings on their own
+lines, paragraphs separated by a blank line, table rows one per line ("列名：值 | 列名：值"), and an offset for the
+start of every page, from which the chunker derives each chunk's `pages: [first, last]`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+
+class SkipFile(Exception):
+    """A file that cannot be ingested; the message (Chinese) is what the user sees."""
+
+
+@dataclass
+class Section:
+    heading_path: list[str]
+    start: int  # body offsets in LoadedDocument.text
+    end: int
+    heading_start: int | None = None  # where the section's own heading line starts (None: no heading)
+
+
+@dataclass
+class LoadedDocument:
+    title: str
+    text: str
+    sections: list[Section]
+    # Offset in `text` where page i+1 begins (PDF only); None for formats without pages.
+    page_starts: list[int] | None = None
+
+    def page_at(self, offset: int) -> int | None:
+        """1-based page number of the character at `offset`, or None for formats without pages."""
+        if not self.page_starts:
+            return None
+        return max(1, bisect.bisect_right(self.page_starts, offset))
+
+
+# C0/C1 control characters other than tab and newline, zero-width characters and stray BOMs: they are invisible,
+# break quote verification and pollute BM25 tokens.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200d\u2060\ufeff\ufffe]")
+_SPACES = re.compile(r"[ \t\u00a0\u3000\u2002-\u200a]+")
+
+
+def clean_text(text: str) -> str:
+    """Newlines unified, control and zero-width characters removed (NFC so composed characters compare equal)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n")
+    return unicodedata.normalize("NFC", _CONTROL.sub("", text))
+
+
+def clean_line(text: str) -> str:
+    """One line of running text: runs of whitespace (including full-width and no-break spaces) become one space."""
+    return _SPACES.sub(" ", clean_text(text).replace("\n", " ")).strip()
+
+
+def table_lines(rows: list[list[str]]) -> list[str]:
+    """Table rows as lines a clinician and BM25 can both read: "列名：值 | 列名：值", one line per row.
+
+    The header row is repeated into every row, so a retrieved row still says what each value means. Tables without
+    a usable header row (one column, or empty header cells) are written as "值 | 值".
+    """
+    rows = [[clean_line(c or "") for c in row] for row in rows]
+    rows = [row for row in rows if any(row)]
+    if not rows:
+        return []
+    width = max(len(r) for r in rows)
+    rows = [r + [""] * (width - len(r)) for r in rows]
+    header = rows[0]
+    has_header = width > 1 and len(rows) > 1 and all(header) and len(set(header)) == len(header)
+    if not has_header:
+        return [" | ".join(c for c in row if c) for row in rows]
+    lines = [" | ".join(header)]
+    for row in rows[1:]:
+        cells = [f"{name}：{value}" for name, value in zip(header, row) if value]
+        if cells:
+            lines.append(" | ".join(cells))
+    return lines
+
+
+@dataclass
+class DocumentBuilder:
+    """Accumulates headings, paragraphs and tables into one text with sections and page offsets."""
+
+    fallback_title: str
+    title: str | None = None
+    parts: list[str] = field(default_factory=list)
+    length: int = 0
+    sections: list[Section] = field(default_factory=list)
+    path: list[tuple[int, str]] = field(default_factory=list)
+    page_starts: list[int] | None = None
+    _section_start: int = 0
+    _heading_start: int | None = None
+    _pending_pages: int = 0
+
+    def _append(self, block: str) -> int:
+        """Add a block after a blank line; returns the block's start offset."""
+        if self.parts:
+            self.parts.append("\n\n")
+            self.length += 2
+        start = self.length
+        self._page_begins_here()
+        self.parts.append(block)
+        self.length += len(block)
+        return start
+
+    def start_page(self) -> None:
+        """The next text added begins a new page (PDF); an empty page starts where the next text does."""
+        if self.page_starts is None:
+            self.page_starts = []
+        self._pending_pages += 1
+
+    def _page_begins_here(self) -> None:
+        while self._pending_pages:
+            self.page_starts.append(self.length)
+            self._pending_pages -= 1
+
+    def heading(self, level: int, text: str) -> None:
+        text = clean_line(text)
+        if not text:
+            return
+        self._close_section()
+        if level <= 1 and self.title is None and not self._has_body():
+            # The document's own title line: kept in the text, but it heads no section (as a Markdown "# title").
+            self.title = text
+            self._append(text)
+            self.path = []
+            self._heading_start = None
+        else:
+            self.path = [(lv, h) for lv, h in self.path if lv < level] + [(level, text)]
+            self._heading_start = self._append(text)
+        self._section_start = self.length
+
+    def paragraph(self, text: str) -> None:
+        text = clean_text(text).strip()
+        if text:
+            self._append(text)
+
+    def table(self, rows: list[list[str]]) -> None:
+        lines = table_lines(rows)
+        if lines:
+            self._append("\n".join(lines))
+
+    def continue_paragraph(self, text: str) -> None:
+        """Append to the last paragraph without a break (a sentence that runs over a page end)."""
+        text = clean_text(text).strip()
+        if not text:
+            return
+        if not self.parts:
+            self._append(text)
+            return
+        joiner = " " if _needs_space(self.parts[-1][-1:], text[:1]) else ""
+        self.parts[-1] += joiner
+        self.length += len(joiner)
+        self._page_begins_here()
+        self.parts[-1] += text
+        self.length += len(text)
+
+    def _has_body(self) -> bool:
+        return self.length > 0
+
+    def _close_section(self) -> None:
+        self.sections.append(Section([h for _, h in self.path], self._section_start, self.length,
+                                     self._heading_start))
+
+    def build(self) -> LoadedDocument:
+        self._close_section()
+        self._page_begins_here()  # trailing empty pages start at the end
+        text = "".join(self.parts)
+        sections = [s for s in self.sections if text[s.start:s.end].strip()]
+        return LoadedDocument(self.title or self.fallback_title, text, sections, self.page_starts)
+
+
+def _needs_space(before: str, after: str) -> bool:
+    """Latin words wrapped over a line need a space between them; Chinese text never does."""
+    return bool(before) and bool(after) and before.isascii() and after.isascii() and before.isalnum() \
+        and after.isalnum()
+
+
+def is_cjk(char: str) -> bool:
+    return "\u3400" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff" or "\u3000" <= char <= "\u303f" \
+        or "\uff00" <= char <= "\uffef"

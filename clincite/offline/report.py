@@ -1,0 +1,95 @@
+"""The extractive report: TL;DR → 完整结论 → 论据与来源, built from judged extracts, every sentence verbatim.
+
+Used by the offline answerer, and by the LLM path when the answer model has produced nothing within its first-token
+budget. Nothing is paraphrased: the TL;DR and 完整结论 are the extracts' own sentences, each followed by the 【n】 of
+the evidence item it comes from; aspects without evidence are named in a "证据缺口" line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from clincite.citations import format_evidence_item
+from clincite.coverage import gap_line
+from clincite.naming import display_source
+from clincite.shapes import RelevantExtract, SubQueryAnalysis
+
+_SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]?")
+MAX_ITEMS = 5
+PER_ANALYSIS = 2
+CONCLUSION_CHARS = 160
+PRONOUN_START = ("它", "其", "这", "该", "此", "上述")
+
+
+@dataclass
+class Basis:
+    """Why an extract was chosen: the title of its evidence item and the 说明 line (not filler: where and how)."""
+
+    title: str
+    explanation: str
+
+
+@dataclass
+class Item:
+    number: int
+    analysis: SubQueryAnalysis
+    extract: RelevantExtract
+    basis: Basis
+
+
+def extractive_report(analyses: list[SubQueryAnalysis], gaps: list[str], basis_of, notice: str = "") -> str:
+    """`basis_of(extract, analysis)` gives each item's title and explanation."""
+    items = _items(analyses, basis_of)
+    label = f"> {notice}\n\n" if notice else ""
+    gap = f"\n\n{gap_line(gaps)}" if gaps else ""
+    tldr = f"{_opening(items[0].extract.text)}【1】" if items else "未找到可引用的原文。"
+    conclusion = _conclusion(items) + gap
+    evidence = "\n\n".join(
+        format_evidence_item(item.number, item.basis.title, item.basis.explanation,
+                             display_source(item.extract.source), item.extract.text)
+        for item in items
+    )
+    return f"{label}**TL;DR：** {tldr}\n\n### 完整结论\n{conclusion}\n\n### 论据与来源\n{evidence or '无'}\n"
+
+
+def _items(analyses: list[SubQueryAnalysis], basis_of) -> list[Item]:
+    """Sub-queries in order, up to two extracts each; the question itself (q0) only fills in when they have none."""
+    own = [a for a in analyses if a.sub_query.id != "q0" and a.extracts]
+    chosen = own or [a for a in analyses if a.extracts]
+    items: list[Item] = []
+    seen: set[str] = set()
+    for analysis in chosen:
+        for extract in analysis.extracts[:PER_ANALYSIS]:
+            if extract.text in seen or any(extract.text in s or s in extract.text for s in seen):
+                continue
+            seen.add(extract.text)
+            items.append(Item(len(items) + 1, analysis, extract, basis_of(extract, analysis)))
+            if len(items) == MAX_ITEMS:
+                return items
+    return items
+
+
+def _opening(text: str) -> str:
+    """The first sentence, or the first two when the second only continues it (它/其…)."""
+    found = [s for s in _SENTENCE.findall(text) if s.strip()]
+    if not found:
+        return text
+    if len(found) > 1 and found[1].startswith(PRONOUN_START):
+        return found[0] + found[1]
+    return found[0]
+
+
+def _summary(text: str) -> str:
+    """The whole extract when it is short, else its opening: the conclusion stays readable and verbatim."""
+    return text if len(text) <= CONCLUSION_CHARS else _opening(text)
+
+
+def _conclusion(items: list[Item]) -> str:
+    lines, by_title = [], {}
+    for item in items:
+        by_title.setdefault(item.basis.title, []).append(item)
+    for title, group in by_title.items():
+        body = "".join(f"{_summary(i.extract.text)}【{i.number}】" for i in group)
+        lines.append(f"- **{title}**：{body}")
+    return "\n".join(lines) or "知识库中没有可引用的原文。"

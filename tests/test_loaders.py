@@ -1,0 +1,224 @@
+"""Loaders that keep structure, on real files made here: a 3-page Chinese PDF (running header, page-number footer,
+a ruled table), a DOCX with a dosing table, an HTML page with a table and site furniture, Big5 / GB18030 / UTF-16
+texts. Each is ingested into a real KB and retrieved with the right page, row and text (`query.py --retrieve --json`).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import realfiles as rf
+from conftest import ROOT, make_settings
+
+from clincite import naming
+from clincite.catalogue import Catalogue
+from clincite.chunking import chunk_document
+from clincite.ingest import Ingestor
+from clincite.kb import KnowledgeBase
+from clincite.loaders import SkipFile, load_document, table_lines
+from clincite.search import HybridSearcher
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    return rf.make_all(tmp_path_factory.mktemp("real-docs"))
+
+
+@pytest.fixture(scope="module")
+def real_kb(files, tmp_path_factory):
+    settings = make_settings(tmp_path_factory.mktemp("real-kb"))
+    kb = KnowledgeBase(settings)
+    report = Ingestor(settings, kb).run([files["pdf"].parent])
+    assert report.count("added") == 6, [(r.name, r.status, r.detail) for r in report.results]
+    return settings, kb
+
+
+# --- PDF --------------------------------------------------------------------------------------------------------
+
+
+def test_pdf_pages_headings_and_joined_lines(files):
+    document = load_document(files["pdf"])
+    assert document.title == "儿童近视防控指南（演示）"
+    assert len(document.page_starts) == 3
+    assert rf.PDF_HEADER not in document.text  # the running header is gone
+    assert "第 1 页" not in document.text and "共 3 页" not in document.text  # and the footers
+    # Line wraps inside a sentence are joined: the long sentence of page 3 is one unbroken string.
+    assert rf.PDF_PAGE3_SENTENCE in document.text
+    assert document.page_at(document.text.index(rf.PDF_PAGE3_SENTENCE)) == 3
+    assert [s.heading_path for s in document.sections] == [["一、概述"], ["二、低浓度阿托品"], ["三、高度近视的随访"]]
+
+
+def test_pdf_table_rows_are_lines_with_their_column_names(files):
+    document = load_document(files["pdf"])
+    assert rf.PDF_TABLE_ROW in document.text.splitlines()
+    assert document.page_at(document.text.index(rf.PDF_TABLE_ROW)) == 2
+    assert document.text.count("每3至6个月") == 1  # table cells are not read a second time as loose text
+
+
+def test_pdf_chunks_carry_their_pages(files):
+    document = load_document(files["pdf"])
+    chunks = chunk_document(document, files["pdf"].name, 60, 200)
+    assert all(c.pages and 1 <= c.pages[0] <= c.pages[1] <= 3 for c in chunks)
+    page3 = [c for c in chunks if rf.PDF_PAGE3_SENTENCE in c.text]
+    assert page3 and page3[0].pages == [3, 3]
+    for chunk in chunks:
+        assert chunk.text == document.text[chunk.start:chunk.end]
+
+
+def test_a_sentence_running_over_a_page_break_is_one_sentence_on_both_pages(tmp_path):
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+    from reportlab.pdfgen import canvas
+
+    pdfmetrics.registerFont(UnicodeCIDFont("STSong-Light"))
+    path = tmp_path / "跨页（演示）.pdf"
+    pdf = canvas.Canvas(str(path), pagesize=A4)
+    pdf.setFont("STSong-Light", 11)
+    pdf.drawString(72, 120, "近视儿童应在专业机构定期复查，复查内容包括视力、屈光度")
+    pdf.showPage()
+    pdf.setFont("STSong-Light", 11)
+    pdf.drawString(72, A4[1] - 100, "和眼轴长度，以便及时调整防控方案。")
+    pdf.save()
+    document = load_document(path)
+    sentence = "复查内容包括视力、屈光度和眼轴长度，以便及时调整防控方案。"
+    assert sentence in document.text
+    chunk = chunk_document(document, path.name, 10, 200)[0]
+    assert chunk.pages == [1, 2]
+
+
+def test_an_encrypted_pdf_is_skipped_with_its_reason(tmp_path):
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    writer.add_blank_page(200, 200)
+    writer.encrypt("secret")
+    with open(tmp_path / "locked.pdf", "wb") as f:
+        writer.write(f)
+    with pytest.raises(SkipFile, match="加密"):
+        load_document(tmp_path / "locked.pdf")
+
+
+# --- DOCX, HTML ---------------------------------------------------------------------------------------------------
+
+
+def test_docx_keeps_its_dosing_table_and_style_headings(files):
+    document = load_document(files["docx"])
+    assert document.title == "阿托品用药方案（演示）"
+    assert rf.DOCX_ROW in document.text.splitlines()
+    assert document.page_starts is None
+    table_section = next(s for s in document.sections if rf.DOCX_ROW in document.text[s.start:s.end])
+    assert table_section.heading_path == ["按体重的演示剂量"]
+
+
+def test_html_main_content_without_furniture_title_from_the_page(files):
+    document = load_document(files["html"])
+    assert document.title == rf.HTML_TITLE  # <title> without the site name
+    assert rf.HTML_ROW in document.text.splitlines()  # cells not glued: "护理步骤：揉搓清洗 | 要点：…"
+    for furniture in ("预约挂号", "医院新闻", "备案号", "版权所有"):
+        assert furniture not in document.text
+    assert "\ufeff" not in document.text and "  " not in document.text
+
+
+# --- text encodings -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key, sentence", [("big5", rf.BIG5_TEXT), ("gb18030", rf.GB18030_TEXT),
+                                           ("utf16", rf.UTF16_TEXT)])
+def test_chinese_encodings_are_detected(files, key, sentence):
+    document = load_document(files[key])
+    assert sentence in document.text
+    assert "\x07" not in document.text and "\r" not in document.text  # control characters and CRs removed
+
+
+def test_undetectable_bytes_are_skipped_not_indexed_as_garbage(tmp_path):
+    import random
+
+    noise = bytes(random.Random(7).randrange(128, 256) for _ in range(3000))
+    (tmp_path / "noise.txt").write_bytes(noise)
+    with pytest.raises(SkipFile, match=r"编码|二进制"):
+        load_document(tmp_path / "noise.txt")
+
+
+def test_table_lines_repeat_the_header_into_every_row():
+    assert table_lines([["药物", "剂量"], ["甲", "1 mg"], ["乙", ""]]) == ["药物 | 剂量", "药物：甲 | 剂量：1 mg",
+                                                                         "药物：乙"]
+    assert table_lines([["只有一列"], ["值"]]) == ["只有一列", "值"]
+
+
+# --- the KB: ingest, retrieve, names ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("question, source, text, pages", [
+    ("高度近视儿童多久做一次散瞳眼底检查", rf.PDF_NAME, rf.PDF_PAGE3_SENTENCE, [3, 3]),
+    ("0.01%阿托品的复查间隔", rf.PDF_NAME, rf.PDF_TABLE_ROW, [2, 2]),
+    ("体重20–30 kg 的演示剂量是多少", rf.DOCX_NAME, rf.DOCX_ROW, None),
+    ("角膜塑形镜揉搓清洗的要点", rf.HTML_NAME, rf.HTML_ROW, None),
+    ("每天戶外活動時間", rf.BIG5_NAME, rf.BIG5_TEXT, None),
+    ("红光治疗期间复查眼底", rf.GB18030_NAME, rf.GB18030_TEXT, None),
+    ("睫状肌麻痹验光", rf.UTF16_NAME, rf.UTF16_TEXT, None),
+])
+async def test_each_file_is_retrieved_with_its_page_row_and_text(real_kb, question, source, text, pages):
+    settings, kb = real_kb
+    hits = await HybridSearcher(settings, kb).search(question, mode="bm25")
+    top = hits[0]
+    assert (top.source, top.pages) == (source, pages)
+    assert text in top.text
+
+
+def test_identifier_file_names_are_cited_by_the_documents_title(real_kb):
+    _, kb = real_kb
+    kb.catalogue.documents()
+    assert naming.display_source(rf.HTML_NAME) == rf.HTML_TITLE
+    assert naming.display_source(rf.PDF_NAME) == "儿童近视防控指南（演示）"  # a readable file name stays
+    assert naming.source_names(rf.HTML_NAME, rf.HTML_TITLE) == {"3089kp01", rf.HTML_TITLE}
+    try:
+        naming.configure("file")
+        assert naming.display_source(rf.HTML_NAME) == "3089kp01"
+        naming.configure("title")
+        assert naming.display_source("低浓度指南.md", "低浓度阿托品临床应用指南") == "低浓度阿托品临床应用指南"
+    finally:
+        naming.configure("auto")
+    assert naming.looks_like_identifier("3089kp01") and naming.looks_like_identifier("a3f9e2b1c4")
+    assert not naming.looks_like_identifier("myopia-guideline-2023") and not naming.looks_like_identifier("指南")
+
+
+def test_citing_a_document_by_its_title_verifies(real_kb):
+    from clincite.citation_check import check_citations
+
+    _, kb = real_kb
+    answer = (f"**【1】护理要点**\n说明：演示。\n来源：《{rf.HTML_TITLE}》\n"
+              "原文：“每次摘镜后用护理液揉搓镜片两面各20秒”")
+    [citation] = check_citations(answer, kb.catalogue)
+    assert citation.verified and citation.chunk_id and citation.heading_path == ["日常护理步骤"]
+
+
+def test_retrieve_json_has_title_heading_path_and_pages(real_kb):
+    settings, kb = real_kb
+    out = subprocess.run([sys.executable, "query.py", "高度近视儿童散瞳眼底检查", "--retrieve", "--json", "--kb",
+                          str(kb.dir)], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         env={**__import__("os").environ, "EMBEDDING_MODEL": settings.embedding_model})
+    assert out.returncode == 0, out.stderr
+    top = json.loads(out.stdout)["hits"][0]
+    assert top["source"] == rf.PDF_NAME and top["title"] == "儿童近视防控指南（演示）"
+    assert top["heading_path"] == ["三、高度近视的随访"] and top["pages"] == [3, 3]
+
+
+def test_catalogue_upgrades_in_place_with_pages(tmp_path):
+    """A catalogue written before pages existed gains the column and keeps its chunks (pages null)."""
+    import sqlite3
+
+    from clincite.catalogue import m001_initial
+
+    db = sqlite3.connect(tmp_path / "catalogue.sqlite3", isolation_level=None)
+    m001_initial(db)
+    db.execute("INSERT INTO documents VALUES ('a.md', '/x/a.md', 'A', 'h', 1, 0)")
+    db.execute("""INSERT INTO chunks VALUES ('c1', 'a.md', 'A', '[]', 0, 0, 4, '旧的片段', 'h')""")
+    db.close()
+    catalogue = Catalogue(tmp_path / "catalogue.sqlite3")
+    assert catalogue.schema_version >= 2
+    [chunk] = catalogue.all_chunks()
+    assert chunk.text == "旧的片段" and chunk.pages is None

@@ -1,0 +1,97 @@
+"""The generated nasty-file corpus (tests/nasty_corpus.py) through the real `ingest.py`: nothing hurts the KB.
+
+Every file is either ingested or skipped with its reason, the run finishes (a FIFO would hang it, a zip bomb would
+fill memory, a bad file name would abort it), and the documents already in the KB are untouched and retrievable.
+Peak memory of the same run is printed by `bench/bench_nasty_ingest.py` (figures belong in benchmarks).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+from conftest import ATROPINE, ORTHO_K, ROOT, SAMPLE_KB, make_settings
+from nasty_corpus import NASTY_LIMITS, build
+
+from clincite.kb import KnowledgeBase
+from clincite.search import HybridSearcher
+
+
+def run_ingest(*paths, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "ingest.py", *map(str, paths)], cwd=ROOT, capture_output=True,
+                          env={**os.environ, **env}, timeout=600)
+
+
+def parse(stdout: bytes) -> dict[str, tuple[str, str]]:
+    """{name: (status, detail)} from the one-line-per-file output (names of this corpus hold no ': ' or ' (')."""
+    results = {}
+    for line in stdout.decode("utf-8").splitlines()[:-1]:
+        status, rest = line[:10].strip(), line[11:]
+        if status in ("skipped", "removed"):
+            name, detail = rest.split(": ", 1)
+        else:
+            name, detail = rest.rsplit(" (", 1)
+        assert name not in results, f"{name} reported twice"
+        results[name] = (status, detail)
+    return results
+
+
+async def test_the_nasty_corpus_cannot_hurt_the_kb(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in (ATROPINE, ORTHO_K):
+        shutil.copy(SAMPLE_KB / name, docs)
+    settings = make_settings(tmp_path)
+    env = {"KB_DIR": str(settings.kb_dir), "EMBEDDING_MODEL": settings.embedding_model, **NASTY_LIMITS}
+    first = run_ingest(docs, env=env)
+    assert first.returncode == 0, first.stderr.decode()
+    with KnowledgeBase(settings) as kb:
+        before = {source: kb.catalogue.chunk_ids(source) for source in kb.catalogue.documents()}
+    assert set(before) == {ATROPINE, ORTHO_K}
+
+    manifest = build(tmp_path / "corpus", sample=docs, forge_name=ATROPINE)
+    assert len(manifest) >= 30
+    run = run_ingest(tmp_path / "corpus", "/dev/null", env=env)  # a device given by name, too
+    assert run.returncode == 0, run.stderr.decode()
+    assert "Traceback" not in run.stderr.decode()
+    results = parse(run.stdout)
+    assert results.pop("null")[1].startswith("不是普通文件（字符设备）")
+    assert set(results) == set(manifest), "every file is reported, once"
+    for name, expect in manifest.items():
+        status, detail = results[name]
+        assert status == expect.status, f"{name} ({expect.why}): {status} {detail}"
+        assert expect.reason in detail, f"{name} ({expect.why}): {detail}"
+        if status == "skipped":
+            assert detail.strip(), f"{name}: skipped without a reason"
+    added = sum(1 for e in manifest.values() if e.status == "added")
+    assert run.stdout.decode().splitlines()[-1].startswith(f"完成：新增 {added}，更新 0，未变 0，")
+
+    with KnowledgeBase(settings) as kb:
+        documents = kb.catalogue.documents()
+        for source, ids in before.items():  # the forged ATROPINE did not replace the real one
+            assert kb.catalogue.chunk_ids(source) == ids
+        assert {"科室甲/指南.md", "科室乙/指南.md"} <= set(documents), "same name, two folders: two documents"
+        assert documents["科室甲/指南.md"].file_hash != documents["科室乙/指南.md"].file_hash
+        long_heading = kb.catalogue.chunks_of("long_heading.md")
+        assert long_heading and all(len(h) <= 200 for c in long_heading for h in c.heading_path)
+        assert all(len(c.text) <= settings.chunk_max_chars for c in long_heading)
+        assert kb.vectors(settings.embedding_model).all_ids() == set(kb.catalogue.chunk_ids())
+    check = sqlite3.connect(settings.kb_dir / "catalogue.sqlite3")
+    assert check.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert check.execute("SELECT COUNT(*) FROM chunks WHERE source NOT IN (SELECT source FROM documents)"
+                         ).fetchone() == (0,)
+    check.close()
+
+    searcher = HybridSearcher(settings, KnowledgeBase(settings))
+    hits = await searcher.search("低浓度阿托品的副作用有哪些")
+    assert hits[0].source == ATROPINE
+    assert {"bm25", "semantic"} <= {r for h in hits for r in h.found_by}
+    assert (await searcher.search("角膜塑形镜 感染 护理"))[0].source == ORTHO_K
+
+    again = parse(run_ingest(tmp_path / "corpus", env=env).stdout)  # a rerun: nothing new, the same reasons
+    assert {n for n, (s, _) in again.items() if s == "unchanged"} == {n for n, e in manifest.items()
+                                                                        if e.status == "added"}
+
