@@ -112,7 +112,7 @@ def section(answer: str, start: str, end: str | None) -> str:
 
 def lead(answer: str) -> tuple[str, str]:
     """(TL;DR, TL;DR + 完整结论): what the report says as its answer, before the evidence items."""
-    tldr = section(answer, "TL;DR", "###")
+    tldr = section(answer, "TL;DR", "###").lstrip("：:* ")
     conclusion = section(answer, "### 完整结论", "### ")
     return tldr, tldr + conclusion
 

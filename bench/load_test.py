@@ -166,6 +166,49 @@ class RssSampler(threading.Thread):
             self.peak_mb = max(self.peak_mb, self.last_mb)
 
 
+class CpuClock:
+    """CPU seconds used by the app and the fake LLM, and by the whole box (2 cores shared with other work), between
+    two readings: where the time goes when the clinicians wait."""
+
+    TICK = os.sysconf("SC_CLK_TCK")
+
+    def __init__(self, pids: dict[str, int]):
+        self.pids = pids
+
+    def process(self, pid: int) -> float:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / self.TICK  # utime + stime
+        except (OSError, IndexError, ValueError):
+            return 0.0
+
+    def read(self) -> dict[str, float]:
+        cpu = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+        idle = cpu[3] + cpu[4]  # idle + iowait
+        busy = (sum(cpu) - idle) / self.TICK
+        return {**{name: self.process(pid) for name, pid in self.pids.items()}, "box_busy": busy,
+                "wall": time.monotonic()}
+
+    @staticmethod
+    def between(start: dict, end: dict, questions: int) -> dict:
+        wall = end["wall"] - start["wall"]
+        used = {name: end[name] - start[name] for name in start if name not in ("wall",)}
+        return {"wall_s": round(wall, 1), "box_cores_busy": round(used.pop("box_busy") / wall, 2) if wall else None,
+                **{f"{name}_cpu_s": round(v, 1) for name, v in used.items()},
+                **{f"{name}_cpu_s_per_question": round(v / questions, 3) for name, v in used.items() if questions}}
+
+
+def stage_medians(db: Path, users: list[str]) -> dict[str, float | None]:
+    """Median seconds of each stage (answer_records.timings) of these clinicians' answers."""
+    marks = ",".join("?" * len(users))
+    with sqlite3.connect(db, timeout=30) as connection:
+        rows = connection.execute(f'SELECT timings FROM answer_records WHERE "userIdentifier" IN ({marks})',
+                                  users).fetchall()
+    timings = [json.loads(t or "{}") for (t,) in rows]
+    stages = ("decomposition", "search", "judgement", "sufficiency", "ttft", "answer", "total")
+    return {stage: percentile([t[stage] for t in timings if stage in t], 50) for stage in stages}
+
+
 def prepare_app_root(root: Path) -> None:
     """A private APP_ROOT (Chainlit's working folder: .chainlit/, public/, and the .files/ it deletes at exit), so
     this run neither reads nor removes anything of the project folder another developer's app is using."""
@@ -411,13 +454,13 @@ async def server_metrics(base: str, name: str) -> dict:
         return response.json() if response.status_code == 200 else {"status": response.status_code}
 
 
-async def measure(base: str, args, lag_file: Path, db: Path, rss: RssSampler, app_log: Path) -> dict:
+async def measure(base: str, args, lag_file: Path, db: Path, rss: RssSampler, app_log: Path, cpu: CpuClock) -> dict:
     names = [f"clinician{i:02d}" for i in range(args.clinicians)]
     # One clinician alone: the reference TTFT, over the whole question pool (each question once).
     log(f"one clinician alone: {len(QUESTIONS)} questions")
-    solo_start = time.time()
+    solo_start, solo_cpu = time.time(), cpu.read()
     solo = await clinician_session(base, "solo", QUESTIONS, args.question_timeout)
-    solo_window = (solo_start, time.time())
+    solo_window, solo_cpu = (solo_start, time.time()), CpuClock.between(solo_cpu, cpu.read(), len(QUESTIONS))
     solo_rss = rss.last_mb
 
     log(f"{args.clinicians} clinicians × {args.questions} questions, all at once")
@@ -434,12 +477,12 @@ async def measure(base: str, args, lag_file: Path, db: Path, rss: RssSampler, ap
                 await ready.get()
     except TimeoutError:
         log("warning: not every clinician logged in in time; starting with those who did")
-    load_start = time.time()
+    load_start, load_cpu = time.time(), cpu.read()
     go.set()
     done, pending = await asyncio.wait(sessions, timeout=args.deadline)
     for task in pending:
         task.cancel()
-    load_end = time.time()
+    load_end, load_cpu = time.time(), CpuClock.between(load_cpu, cpu.read(), args.clinicians * args.questions)
     answers = [a for task in done for a in task.result()]
     answers += [Answer("?", "(cancelled)", errors=[f"session still running after {args.deadline:.0f} s"])
                 for _ in pending]
@@ -450,6 +493,11 @@ async def measure(base: str, args, lag_file: Path, db: Path, rss: RssSampler, ap
     solo_ttfts = [a.ttft for a in solo if a.ttft is not None]
     ttfts = [a.ttft for a in answers if a.ttft is not None]
     solo_p50 = percentile(solo_ttfts, 50)
+    # The question mix matters (a third of the pool goes to stage 2 before answering): each answer under load is
+    # also compared with the same question asked alone.
+    solo_by_question = {a.question: a.ttft for a in solo if a.ttft}
+    same_question = [a.ttft / solo_by_question[a.question] for a in answers
+                     if a.ttft is not None and solo_by_question.get(a.question)]
     errors = [f"{a.clinician}: {a.question[:12]}: {e}" for a in [*solo, *answers] for e in a.errors]
     errors += [f"server log: {line}" for line in server_errors(app_log, solo_start)]
     answered = sum(1 for a in answers if a.ttft is not None)
@@ -467,8 +515,11 @@ async def measure(base: str, args, lag_file: Path, db: Path, rss: RssSampler, ap
                  "total_p50": percentile([a.total for a in answers if a.total], 50),
                  "total_p95": percentile([a.total for a in answers if a.total], 95), "loop_lag": load_lag},
         "ttft_p95_over_solo": round(percentile(ttfts, 95) / solo_p50, 2) if ttfts and solo_p50 else None,
+        "ttft_over_same_question_alone": {"p50": percentile(same_question, 50), "p95": percentile(same_question, 95)},
         "rows": {**rows, "expected": expected},
         "rss_mb": {"peak": round(rss.peak_mb, 1), "end": round(rss.last_mb, 1)},
+        "cpu": {"solo": solo_cpu, "load": load_cpu},
+        "stage_p50_s": {"solo": stage_medians(db, ["solo"]), "load": stage_medians(db, names)},
         "server_metrics": await server_metrics(base, "solo"),
     }
     report["verdict"] = {
@@ -492,6 +543,8 @@ def print_table(report: dict) -> None:
         f"{'TTFT under load p50 (s)':<28}{load['ttft_p50']!s:>10}",
         f"{'TTFT under load p95 (s)':<28}{load['ttft_p95']!s:>10}   = {report['ttft_p95_over_solo']}× alone, "
         f"target ≤ {TARGETS['ttft_ratio']}× {verdict['ttft']}",
+        f"{'TTFT ÷ same question alone':<28}{report['ttft_over_same_question_alone']['p50']!s:>10} p50, "
+        f"{report['ttft_over_same_question_alone']['p95']} p95",
         f"{'total per question p50/p95':<28}{load['total_p50']!s:>10} / {load['total_p95']} s",
         f"{'answer rows':<28}{rows['answer_records']:>10} / {rows['expected']}   {verdict['rows']}",
         f"{'feedback rows':<28}{rows['feedbacks']:>10} / {rows['expected']}",
@@ -500,6 +553,14 @@ def print_table(report: dict) -> None:
         f"{'loop lag p50/p99/max (ms)':<28}{load['loop_lag']['p50_ms']!s:>10} / {load['loop_lag']['p99_ms']} / "
         f"{load['loop_lag']['max_ms']}   target p99 ≤ {TARGETS['loop_lag_p99_ms']:g} {verdict['loop_lag']}",
         f"{'load wall time (s)':<28}{load['seconds']:>10}",
+        f"{'CPU s/question app, LLM':<28}{report['cpu']['solo'].get('app_cpu_s_per_question')!s:>10} alone, "
+        f"{report['cpu']['load'].get('app_cpu_s_per_question')} under load; fake LLM "
+        f"{report['cpu']['load'].get('llm_cpu_s_per_question')}",
+        f"{'box cores busy (of 2)':<28}{report['cpu']['solo']['box_cores_busy']!s:>10} alone, "
+        f"{report['cpu']['load']['box_cores_busy']} under load (everything on the machine)",
+        "stage p50 (s) alone → load:  " + ", ".join(
+            f"{k} {report['stage_p50_s']['solo'][k]}→{report['stage_p50_s']['load'][k]}"
+            for k in report["stage_p50_s"]["solo"]),
     ]
     print("\n".join(lines))
     for error in report["errors"][:20]:
@@ -557,10 +618,11 @@ def main(argv: list[str] | None = None) -> int:
         wait_http(base + "/health", app, 240, "the app", app_log_path)
         if not wait_log(app_log_path, "Warm-up done", app, 240):
             log("warning: no 'Warm-up done' in the app log; measuring anyway")
+        cpu = CpuClock({"app": app.pid, "llm": llm.pid})
         rss = RssSampler(app.pid)
         rss.start()
         report = asyncio.run(asyncio.wait_for(measure(base, args, lag_file, data / "clincite.sqlite3", rss,
-                                                      app_log_path),
+                                                      app_log_path, cpu),
                                               args.deadline + 600))
         report["tmp"] = str(tmp)
     finally:

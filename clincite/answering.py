@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from contextlib import aclosing
 
 from clincite.citations import format_evidence_item
 from clincite.naming import display_source
@@ -39,17 +38,13 @@ async def stream_answer(deps: Deps, run: QuestionRun, analyses: list[SubQueryAna
     """Stream the report once the gate opens; returns its text ("" when the gate dropped it)."""
     started = run.elapsed()
     gaps = list(gaps or [])
+    streamed: list[str] = []  # what reached the clinician, kept when the stream fails midway
     text = ""
     try:
         async with asyncio.timeout(deps.settings.answer_generation.budget):
-            stream = deps.reasoner.answer(run.question, run.history, analyses, gaps, run.add_usage)
-            budget = _first_token_budget(deps)
-            async with aclosing(stream) as deltas, aclosing(_with_first_token_budget(deltas, budget)) as timed:
-                async for delta in timed:
-                    if not text and not await open_answer(run, gate):
-                        return ""
-                    text += delta
-                    run.emit(AnswerToken(text=delta))
+            if not await _stream(deps, run, analyses, gate, gaps, streamed):
+                return ""
+        text = "".join(streamed)
     except asyncio.CancelledError:
         raise
     except FirstTokenLate as exc:
@@ -57,6 +52,7 @@ async def stream_answer(deps: Deps, run: QuestionRun, analyses: list[SubQueryAna
             return ""
         text = _extractive(run, analyses, gaps, exc)
     except Exception as exc:
+        text = "".join(streamed)
         if not text and not await open_answer(run, gate):
             return ""
         text += _fallback(run, analyses, text, exc)
@@ -71,20 +67,27 @@ def _first_token_budget(deps: Deps) -> float | None:
     return deps.settings.answer_first_token_budget if deps.reasoner.mode == "llm" else None
 
 
-async def _with_first_token_budget(deltas, budget: float | None):
-    """The deltas, but the first must come within `budget` seconds (awaited in this task: the model's stream
-    context is entered and left in the same task)."""
-    if budget is not None:
-        try:
-            async with asyncio.timeout(budget):
-                first = await anext(deltas)
-        except TimeoutError:
-            raise FirstTokenLate(budget) from None
-        except StopAsyncIteration:
-            return
-        yield first
-    async for delta in deltas:
-        yield delta
+async def _stream(deps: Deps, run: QuestionRun, analyses: list[SubQueryAnalysis], gate: AnswerGate,
+                  gaps: list[str], streamed: list[str]) -> bool:
+    """Emit the report's deltas as they come, into `streamed` too (False: the gate dropped it). The first one must come
+    within the first-token budget, opening the model's stream included; the timers run in this task, so a late
+    stream is cancelled cleanly."""
+    budget = _first_token_budget(deps)
+    try:
+        async with asyncio.timeout(budget) as first_token:
+            async with deps.reasoner.answer(run.question, run.history, analyses, gaps, run.add_usage) as deltas:
+                async for delta in deltas:
+                    if not streamed:
+                        first_token.reschedule(None)  # the budget is for the first token only
+                        if not await open_answer(run, gate):
+                            return False
+                    streamed.append(delta)
+                    run.emit(AnswerToken(text=delta))
+    except TimeoutError:
+        if streamed or budget is None or not first_token.expired():
+            raise
+        raise FirstTokenLate(budget) from None
+    return True
 
 
 async def open_answer(run: QuestionRun, gate: AnswerGate) -> bool:

@@ -131,6 +131,19 @@ class Catalogue:
             rows = self._db.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks ORDER BY source, position").fetchall()
         return [_row_to_chunk(r) for r in rows]
 
+    def iter_chunks(self, batch: int = 2000):
+        """Every chunk, a batch at a time (keyset on rowid): what indexing a whole KB reads without holding it all."""
+        last = 0
+        while True:
+            with self._lock:
+                rows = self._db.execute(f"SELECT rowid, {CHUNK_COLUMNS} FROM chunks WHERE rowid > ? ORDER BY rowid "
+                                        f"LIMIT ?", (last, batch)).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            for row in rows:
+                yield _row_to_chunk(row[1:])
+
     def chunks_of(self, source: str) -> list[Chunk]:
         with self._lock:
             rows = self._db.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE source=? ORDER BY position",

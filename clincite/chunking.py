@@ -22,7 +22,7 @@ def _cut_heading(heading: str, limit: int | None) -> str:
     return heading if limit is None or len(heading) <= limit else heading[: limit - 1] + "…"
 
 
-@dataclass
+@dataclass(slots=True)  # one per sentence: hundreds of thousands for a big document
 class Span:
     start: int
     end: int

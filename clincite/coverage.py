@@ -17,6 +17,7 @@ from clincite.shapes import Coverage, SubQueryAnalysis, SufficiencyVerdict
 ABSTAIN_TLDR = "知识库中未找到关于“{subject}”的证据。"
 GAP_LABEL = "证据缺口"
 CLOSEST_DOCUMENTS = 3
+GAP_NAME_CHARS = 16
 
 
 def evidence_gaps(analyses: list[SubQueryAnalysis], verdict: SufficiencyVerdict | None,
@@ -27,17 +28,22 @@ def evidence_gaps(analyses: list[SubQueryAnalysis], verdict: SufficiencyVerdict 
         return []  # nothing at all: that is an abstention, not a gap
     gaps: list[str] = []
     covered_foci = {a.sub_query.focus for a in found if a.sub_query.focus}
+    aimed = stage2_ran and verdict is not None and bool(verdict.missing_key_aspects)
     for analysis in analyses:
         if analysis.sub_query.id == "q0" or analysis.extracts:
             continue
-        name = analysis.sub_query.focus if analysis.sub_query.focus not in ("", "综合", "原问题") \
-            else analysis.sub_query.text
+        if aimed and analysis.sub_query.id.startswith("s2-"):
+            continue  # a stage-2 sub-query was aimed at a missing aspect of the verdict: that aspect is the gap
+        text, focus = analysis.sub_query.text, analysis.sub_query.focus
+        # A short sub-query names the gap best (离焦框架眼镜的禁忌证); a long affirmative one is named by its focus.
+        name = text if len(text) <= GAP_NAME_CHARS or focus in ("", "综合", "原问题") else focus
         if analysis.sub_query.focus not in covered_foci and name not in gaps:
             gaps.append(name)
     if stage2_ran and verdict is not None:
         stage2_found = [f"{a.sub_query.focus}{a.sub_query.text}" for a in found if a.sub_query.id.startswith("s2-")]
         for aspect in verdict.missing_key_aspects:
-            if aspect and aspect not in gaps and not any(_aims_at(aspect, text) for text in stage2_found):
+            named = any(aspect in gap for gap in gaps)  # 禁忌证 is already in 离焦框架眼镜的禁忌证
+            if aspect and not named and not any(_aims_at(aspect, text) for text in stage2_found):
                 gaps.append(aspect)
     return gaps
 

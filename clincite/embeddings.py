@@ -18,6 +18,11 @@ log = logging.getLogger("clincite.embeddings")
 QUERY_CACHE_SIZE = 2048
 # bge-*-zh models are trained with this instruction in front of short queries (not in front of passages).
 BGE_ZH_QUERY_INSTRUCTION = "为这个句子生成表示以用于检索相关文章："
+E5_PROMPTS = ("query: ", "passage: ")
+# Questions no clinical guideline answers: what this model scores them against a KB is its noise level there.
+OFF_TOPIC_PROBES = ["今天天气怎么样", "红烧肉怎么做", "推荐一部好看的电影", "股票怎么买", "足球比赛几点开始",
+                    "What is the weather like today?", "如何办理护照", "周末去哪里旅游比较好"]
+NOISE_MARGIN = 0.02  # a semantic hit must beat the best off-topic probe by this much
 
 
 
@@ -47,7 +52,8 @@ class Embedder:
         self._load_lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
-        self.query_instruction = BGE_ZH_QUERY_INSTRUCTION if _wants_bge_zh_instruction(model) else ""
+        # The model's own query/document prompts (its config's "prompts"), else its family's; set when it loads.
+        self.query_prompt, self.document_prompt = family_prompts(model)
 
     @property
     def error(self) -> EmbeddingUnavailable | None:
@@ -62,6 +68,7 @@ class Embedder:
                 raise self._error
             try:
                 self._model = self._load_model()
+                self.query_prompt, self.document_prompt = model_prompts(self._model, self.model_name)
             except Exception as exc:  # any load failure (no network, bad path, corrupt files) → BM25-only
                 self._error = EmbeddingUnavailable(embedding_fix_message(self.model_name, exc))
                 log.warning("Embedding model %r unavailable (%s: %s); search is BM25-only. Download it on a machine "
@@ -101,8 +108,8 @@ class Embedder:
 
     def encode_documents(self, texts: list[str]) -> np.ndarray:
         model = self.load()
-        return model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                            convert_to_numpy=True, show_progress_bar=False)
+        return model.encode(texts, prompt=self.document_prompt or None, batch_size=self.batch_size,
+                            normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
 
     def encode_queries(self, queries: list[str]) -> np.ndarray:
         """One batched call for all queries not in the cache."""
@@ -111,7 +118,7 @@ class Embedder:
         missing = list(dict.fromkeys(q for q in queries if q not in known))
         if missing:
             model = self.load()
-            vectors = model.encode([self.query_instruction + q for q in missing], batch_size=self.batch_size,
+            vectors = model.encode(missing, prompt=self.query_prompt or None, batch_size=self.batch_size,
                                    normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
             known.update(zip(missing, vectors))
         with self._cache_lock:
@@ -188,9 +195,32 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-def _wants_bge_zh_instruction(model: str) -> bool:
-    name = model.lower()
-    return "bge" in name and "zh" in name and "m3" not in name
+def family_prompts(model: str) -> tuple[str, str]:
+    """(query, document) prompts a model family was trained with, for models whose config names none."""
+    name = Path(model).name.lower() or model.lower()
+    if "bge" in name and "zh" in name and "m3" not in name:
+        return BGE_ZH_QUERY_INSTRUCTION, ""
+    if "e5" in name.replace("-", " ").split() or "-e5-" in f"-{name}-":
+        return E5_PROMPTS
+    return "", ""
+
+
+def model_prompts(model, name: str) -> tuple[str, str]:
+    """The prompts in the model's sentence-transformers config (what `encode_query` / `encode_document` use), else the
+    family's: e5's "query: " / "passage: ", bge-zh's instruction in front of queries only."""
+    prompts = getattr(model, "prompts", None) or {}
+    family_query, family_document = family_prompts(name)
+    query = prompts.get("query")
+    document = prompts.get("document", prompts.get("passage"))
+    return (family_query if query is None else query, family_document if document is None else document)
+
+
+def noise_floor(probe_similarities: list[float]) -> float:
+    """The semantic floor of a model on a KB: what its best off-topic probe scores there, plus a margin.
+
+    Cosine scales differ per model (e5 bunches at 0.8–0.95, bge-small-zh spreads wider): measured, not assumed.
+    """
+    return (max(probe_similarities) + NOISE_MARGIN) if probe_similarities else 0.0
 
 
 _EMBEDDERS: dict[tuple[str, str], Embedder] = {}

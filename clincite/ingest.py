@@ -41,6 +41,7 @@ READ_ATTEMPTS = 5  # reads of a file that is being written, before it is skipped
 ZIP_MAX_MEMBERS = 10000
 ZIP_RATIO_MIN_SIZE = MB  # small members compress extremely well (XML boilerplate); only large ones can be bombs
 WHITESPACE = " \n\t\r\u3000\xa0"
+PLAIN_TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".text")  # (HTML is mostly markup: its bytes say little)
 
 Status = Literal["added", "updated", "unchanged", "skipped", "removed", "would-remove"]
 
@@ -128,6 +129,7 @@ class Ingestor:
         self.kb = kb
         self.embedder = embedder or get_embedder(settings)
         self.vectors_added = 0
+        self.vector_error: str | None = None  # the vector store failed during this run (English, for the log)
 
     def run(self, paths: list[Path], prune: bool = False, on_result=None, force: bool = False,
             dry_run: bool = False) -> IngestReport:
@@ -160,6 +162,9 @@ class Ingestor:
         self._ensure_bm25(force=changed)  # last: publishing the index tells readers the new version is complete
         report.vectors_added = self.vectors_added
         report.embedding_warning = str(self.embedder.error) if self.embedder.error else None
+        if self.vector_error:
+            report.embedding_warning = (f"向量库不可用（{self.vector_error}），本次文档只进入了关键词索引；"
+                                        f"向量库恢复后再运行一次 ingest 即可补建向量。")
         report.kb_version = self.kb.catalogue.version
         return report
 
@@ -276,6 +281,10 @@ class Ingestor:
 
     def _check_content(self, suffix: str, data: bytes) -> None:
         """The bytes must be what the extension says; a .docx's zip is checked from its directory, unpacked never."""
+        if suffix in PLAIN_TEXT_SUFFIXES:
+            # No encoding takes more than 4 bytes a character: a lower bound of the letters, before decoding a byte.
+            letters = (len(data) - sum(data.count(c) for c in (b" ", b"\n", b"\t", b"\r"))) // 4
+            self._refuse_letters(letters)
         if suffix == ".pdf" and b"%PDF-" not in data[:1024]:
             raise SkipFile("PDF 文件损坏或不是 PDF：文件头不是 %PDF（内容与扩展名不符） (not a PDF)")
         if suffix != ".docx":
@@ -300,6 +309,11 @@ class Ingestor:
                 raise SkipFile(f"DOCX 中 {member.filename} 的压缩比为 {ratio:.0f}:1，超过上限 "
                                f"{self.settings.ingest_max_zip_ratio:g}:1（INGEST_MAX_ZIP_RATIO），疑似 zip 炸弹 "
                                f"(zip bomb)")
+        xml = sum(m.file_size for m in members if m.filename.lower().endswith((".xml", ".rels")))
+        if xml > self.settings.ingest_max_docx_xml_mb * MB:
+            raise SkipFile(f"DOCX 中的 XML 解压后共 {xml / MB:.0f} MB，超过上限 "
+                           f"{self.settings.ingest_max_docx_xml_mb:g} MB（INGEST_MAX_DOCX_XML_MB），正文过大，已跳过 "
+                           f"(document XML too large)")
         if not any(m.filename == "word/document.xml" for m in members):
             raise SkipFile("DOCX 文件损坏或不是 Word 文档：缺少 word/document.xml (not a Word document)")
 
@@ -312,11 +326,14 @@ class Ingestor:
 
     def _check_text_size(self, text: str) -> None:
         """Refuse before chunking when even perfectly packed chunks could not stay within the chunk limit."""
-        letters = len(text) - sum(text.count(c) for c in WHITESPACE)
+        self._refuse_letters(len(text) - sum(text.count(c) for c in WHITESPACE))
+
+    def _refuse_letters(self, letters: int) -> None:
         limit = self.settings.ingest_max_chunks_per_document
         if letters > limit * self.settings.chunk_max_chars:
-            raise SkipFile(f"正文约 {letters} 字，至少需要 {letters // self.settings.chunk_max_chars} 个片段，超过上限 "
-                           f"{limit}（INGEST_MAX_CHUNKS_PER_DOCUMENT），文件过大，已跳过 (too many chunks)")
+            needed = letters // self.settings.chunk_max_chars
+            raise SkipFile(f"正文至少 {letters} 字，至少需要 {needed} 个片段，超过上限 {limit}"
+                           f"（INGEST_MAX_CHUNKS_PER_DOCUMENT），文件过大，已跳过 (too many chunks)")
 
     # --- indexes ---
     def _ensure_bm25(self, force: bool) -> None:
@@ -324,36 +341,57 @@ class Ingestor:
         version = self.kb.catalogue.version
         published = BM25Index.published(self.kb.bm25_dir)
         if force or published is None or published.get("version") != version:
-            BM25Index.build(self.kb.catalogue.all_chunks(), get_tokenizer(), version).save(self.kb.bm25_dir)
+            BM25Index.build(self.kb.catalogue.iter_chunks(), get_tokenizer(), version).save(self.kb.bm25_dir)
+
+    # The vector store may be unreachable (a Chroma server that is down): the catalogue and BM25 still get every
+    # document, the run says so, and the next run's _sync_vectors adds the missing vectors and drops stale ones.
+    def _vector_store_failed(self, exc: Exception) -> None:
+        if self.vector_error is None:
+            log.error("Vector store unavailable during ingest (%s: %s): documents go in BM25-only", type(exc).__name__,
+                      exc)
+        self.vector_error = f"{type(exc).__name__}: {exc}"
 
     def _add_vectors(self, chunks: list[Chunk]) -> int:
-        if not chunks or not self.embedder.available():
+        if not chunks or self.vector_error is not None or not self.embedder.available():
             return 0
-        store = self.kb.vectors(self.embedder.model_name)
-        existing = store.existing_ids([c.id for c in chunks])
-        todo = [c for c in chunks if c.id not in existing]
-        for start in range(0, len(todo), VECTOR_BATCH):
-            batch = todo[start:start + VECTOR_BATCH]
-            vectors = self.embedder.encode_documents([c.index_text for c in batch])
-            store.add([c.id for c in batch], vectors.tolist(), [c.source for c in batch])
-        self.vectors_added += len(todo)
+        try:
+            store = self.kb.vectors(self.embedder.model_name)
+            existing = store.existing_ids([c.id for c in chunks])
+            todo = [c for c in chunks if c.id not in existing]
+            for start in range(0, len(todo), VECTOR_BATCH):
+                batch = todo[start:start + VECTOR_BATCH]
+                vectors = self.embedder.encode_documents([c.index_text for c in batch])
+                store.add([c.id for c in batch], vectors.tolist(), [c.source for c in batch])
+                self.vectors_added += len(batch)
+        except Exception as exc:
+            self._vector_store_failed(exc)
+            return 0
         return len(todo)
 
     def _remove_vectors(self, ids: list[str]) -> None:
-        if ids:
-            self.kb.vectors(self.embedder.model_name).delete(ids)
+        if ids and self.vector_error is None:
+            try:
+                self.kb.vectors(self.embedder.model_name).delete(ids)
+            except Exception as exc:  # left behind: search ignores ids not in the catalogue
+                self._vector_store_failed(exc)
 
     def _sync_vectors(self) -> int:
         """Embed catalogue chunks that have no vector yet (a new embedding model, or an earlier BM25-only run).
 
         Comparing ids needs no model, so an unchanged KB never pays the model's load time.
         """
-        store = self.kb.vectors(self.embedder.model_name)
-        ids = self.kb.catalogue.chunk_ids()
-        stored = store.all_ids()
-        stale = sorted(stored - set(ids))  # vectors of chunks replaced by a run that crashed midway
-        if stale:
-            store.delete(stale)
+        if self.vector_error is not None:
+            return 0
+        try:
+            store = self.kb.vectors(self.embedder.model_name)
+            ids = self.kb.catalogue.chunk_ids()
+            stored = store.all_ids()
+            stale = sorted(stored - set(ids))  # vectors of chunks replaced by a run that crashed midway
+            if stale:
+                store.delete(stale)
+        except Exception as exc:
+            self._vector_store_failed(exc)
+            return 0
         missing = [cid for cid in ids if cid not in stored]
         if not missing:
             return 0

@@ -35,7 +35,7 @@ def content_hash(text: str) -> str:
 
 def chunk_id(source: str, text_hash: str, occurrence: int) -> str:
     """Stable across re-ingests: the same passage of the same document keeps its id (and its vector)."""
-    return hashlib.sha1(f"{source}\x00{text_hash}\x00{occurrence}".encode("utf-8")).hexdigest()[:20]
+    return hashlib.sha1(f"{source}\x00{text_hash}\x00{occurrence}".encode()).hexdigest()[:20]
 
 
 class KnowledgeBase:

@@ -41,6 +41,5 @@ class QuestionCappedModel(WrapperModel):
 
     @asynccontextmanager
     async def request_stream(self, *args: Any, **kwargs: Any):
-        async with question_slot():
-            async with self.wrapped.request_stream(*args, **kwargs) as stream:
-                yield stream
+        async with question_slot(), self.wrapped.request_stream(*args, **kwargs) as stream:
+            yield stream

@@ -36,7 +36,9 @@ def remember_title(source: str, title: str) -> None:
 
 
 def file_stem(source: str) -> str:
-    return Path(source).stem if Path(source).suffix.lower() in SUFFIXES else source
+    # A source is the path inside the folder ingested: "科室甲/指南.md" and "科室乙/指南.md" are two documents, so
+    # the folders stay in the name (only the extension goes).
+    return str(Path(source).with_suffix("")) if Path(source).suffix.lower() in SUFFIXES else source
 
 
 def looks_like_identifier(name: str) -> bool:

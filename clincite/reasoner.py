@@ -12,6 +12,7 @@ Both take and return typed data (`clincite.shapes`): the LLM implementation writ
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Protocol
 
 from clincite.agents import Agents, build_agents, stream_list_items
@@ -46,7 +47,10 @@ class Reasoner(Protocol):
                           usage: UsageSink) -> SufficiencyOutput: ...
 
     def answer(self, question: str, history: list[ChatTurn], analyses: list[SubQueryAnalysis], gaps: list[str],
-               usage: UsageSink) -> AsyncIterator[str]: ...
+               usage: UsageSink) -> AbstractAsyncContextManager[AsyncIterator[str]]:
+        """`async with reasoner.answer(…) as deltas: async for delta in deltas` — a context, so that a model's
+        stream is entered and left in the caller's task, whatever cancels it."""
+        ...
 
 
 class LLMReasoner:
@@ -84,14 +88,14 @@ class LLMReasoner:
         usage("sufficiency_judge", result.usage)
         return result.output
 
+    @asynccontextmanager
     async def answer(self, question: str, history: list[ChatTurn], analyses: list[SubQueryAnalysis],
-                     gaps: list[str], usage: UsageSink) -> AsyncIterator[str]:
+                     gaps: list[str], usage: UsageSink) -> AsyncIterator[AsyncIterator[str]]:
         agent = self.agents.answer_generation
         async with agent.run_stream(answer_prompt(question, history, analyses, gaps)) as stream:
             deltas = stream.stream_text(delta=True, debounce_by=None)
             try:
-                async for delta in deltas:
-                    yield delta
+                yield deltas
             finally:
                 # Closed here, inside the run's context: left to the garbage collector, a cancelled stream's
                 # generators log "generator didn't stop after athrow()".

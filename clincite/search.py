@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from clincite.bm25 import BM25Index
-from clincite.embeddings import Embedder, get_embedder
+from clincite.embeddings import OFF_TOPIC_PROBES, Embedder, get_embedder, noise_floor
 from clincite.kb import KnowledgeBase
 from clincite.settings import Settings
 from clincite.shapes import Chunk, Degradation, Hit
@@ -94,6 +94,7 @@ class HybridSearcher:
         self._vector_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="clincite-vectors")
         self._vectors_down_until = 0.0
         self._vectors_error: str | None = None
+        self._floors: dict[tuple[int, str], float] = {}  # (KB version, model) → calibrated semantic floor
         self.stats = {"searches": 0, "bm25_only_searches": 0, "vector_store_failures": 0, "kb_reloads": 0,
                       "kb_reload_failures": 0}
 
@@ -222,7 +223,23 @@ class HybridSearcher:
 
     def _query_vectors(self, view: KBView, vectors) -> list[list[tuple[str, float]]]:
         results = view.vectors.query(vectors.tolist(), self.settings.semantic_top_k)
-        return [[(cid, sim) for cid, sim in r if sim >= self.settings.semantic_threshold] for r in results]
+        floor = self.semantic_floor(view)
+        return [[(cid, sim) for cid, sim in r if sim >= floor] for r in results]
+
+    def semantic_floor(self, view: KBView | None = None) -> float:
+        """SEMANTIC_THRESHOLD, raised (SEMANTIC_FLOOR=calibrated) to what this model scores off-topic questions in this
+        KB: a fixed cosine means different things for different models. Measured once per KB version; 0 = no floor."""
+        threshold = self.settings.semantic_threshold
+        if threshold <= 0 or self.settings.semantic_floor != "calibrated":
+            return threshold
+        view = view or self._current_view()
+        key = (view.version, self.embedder.model_name)
+        if key not in self._floors:
+            probes = view.vectors.query(self.embedder.encode_queries(OFF_TOPIC_PROBES).tolist(), 1)
+            self._floors[key] = noise_floor([sims[0][1] for sims in probes if sims])
+            log.info("Semantic floor for %s on KB version %s: off-topic noise %.3f, SEMANTIC_THRESHOLD %.3f",
+                     self.embedder.model_name, view.version, self._floors[key], threshold)
+        return max(threshold, self._floors[key])
 
     def semantic_search_many(self, queries: list[str]) -> list[list[tuple[str, float]]]:
         """Semantic search without the fallback (raises when the vector store fails)."""
@@ -308,7 +325,23 @@ def merge_hits(bm25: list[tuple[str, float]], semantic: list[tuple[str, float]],
             hit.found_by.append(retriever)
             hit.score += 1.0 / (RRF_K + rank + 1)
             hits[cid] = hit
-    return sorted(hits.values(), key=lambda h: -h.score)
+    return merge_duplicates(sorted(hits.values(), key=lambda h: -h.score))
+
+
+def merge_duplicates(hits: list[Hit]) -> list[Hit]:
+    """The same passage in two documents (a guideline section copied into another file) takes one result slot, not
+    two: the better-ranked copy stays, with the retrievers and score of both."""
+    kept: dict[str, Hit] = {}
+    for hit in hits:
+        key = "".join(hit.text.split())
+        first = kept.get(key)
+        if first is None:
+            kept[key] = hit
+            continue
+        first.score += hit.score
+        first.found_by = list(dict.fromkeys([*first.found_by, *hit.found_by]))
+        log.debug("Merged a duplicated passage: %s == %s", hit.chunk_id, first.chunk_id)
+    return list(kept.values())
 
 
 async def _value(value):

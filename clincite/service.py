@@ -76,6 +76,10 @@ class TwoStageQueryService:
             self._reasoner = build_reasoner(self.settings)
         return self._reasoner
 
+    @reasoner.setter
+    def reasoner(self, reasoner: Reasoner) -> None:
+        self._reasoner = reasoner
+
     @property
     def agents(self) -> Agents:
         """The LLM agents (tests `.override(model=…)` them); offline mode has none."""
@@ -221,5 +225,6 @@ class TwoStageQueryService:
         """Everything besides the question that decides an answer: a change makes cached answers stale."""
         s = self.settings
         return [self.kb.catalogue.version, self.mode, s.embedding_model, s.bm25_top_k, s.semantic_top_k,
-                s.bm25_threshold, s.semantic_threshold, s.decomposition_model, s.relevance_judge_model,
+                s.bm25_threshold, s.semantic_threshold, s.semantic_floor, s.decomposition_model,
+                s.relevance_judge_model,
                 s.sufficiency_judge_model, s.answer_generation_model, s.answer_generation_temperature]

@@ -81,6 +81,7 @@ class Settings(BaseSettings):
     # --- ingest limits: a file over any of them is skipped with its reason, the run and the KB go on ---
     ingest_max_file_mb: float = Field(100.0, gt=0)  # bytes on disk, any format
     ingest_max_unzipped_mb: float = Field(200.0, gt=0)  # a .docx's declared uncompressed size, all members
+    ingest_max_docx_xml_mb: float = Field(40.0, gt=0)  # its XML parts, which python-docx parses into memory
     ingest_max_zip_ratio: float = Field(100.0, gt=1)  # uncompressed / compressed, per member over 1 MB
     ingest_max_chunks_per_document: int = Field(20000, ge=1)
     ingest_max_heading_chars: int = Field(200, ge=10)  # longer heading lines are body text; paths are cut
@@ -97,6 +98,9 @@ class Settings(BaseSettings):
     semantic_top_k: int = Field(5, ge=1)
     bm25_threshold: float = 0.0
     semantic_threshold: float = 0.5
+    # calibrated: the floor is also raised to what the embedding model scores off-topic questions in this KB (cosine
+    # scales differ per model); fixed: SEMANTIC_THRESHOLD only. SEMANTIC_THRESHOLD=0 turns the floor off either way.
+    semantic_floor: Literal["calibrated", "fixed"] = "calibrated"
 
     # --- LLM provider ---
     openai_api_key: SecretStr = SecretStr("")

@@ -7,7 +7,7 @@ keeps (`SubQuery`, `SubQueryAnalysis`, `SufficiencyVerdict`, `Citation`, `QueryR
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
@@ -283,8 +283,7 @@ class NoticeEvent(BaseModel):
 
 
 Event = Annotated[
-    Union[StageStarted, StageFinished, DecompositionReady, SearchDone, JudgementStarted, JudgementDone,
-          SufficiencyReady, Stage2Started, AnswerToken, AnswerDone, DegradedEvent, NoticeEvent],
+    StageStarted | StageFinished | DecompositionReady | SearchDone | JudgementStarted | JudgementDone | SufficiencyReady | Stage2Started | AnswerToken | AnswerDone | DegradedEvent | NoticeEvent,
     Field(discriminator="type"),
 ]
 

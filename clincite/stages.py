@@ -94,9 +94,14 @@ async def search(deps: Deps, run: QuestionRun, sub_queries: list[SubQuery], stag
         run.emit(StageStarted(stage="search", label=STAGE_LABELS["search"]))
     searcher = deps.searcher
     results = await searcher.search_many([sq.text for sq in sub_queries])
-    if searcher.bm25_only and "bm25_only" not in run.notices_sent:
+    degradation = getattr(results, "degradation", None)  # what failed during this very call (SearchResults)
+    if (searcher.bm25_only or degradation is not None) and "bm25_only" not in run.notices_sent:
         run.notices_sent.add("bm25_only")
-        run.emit(NoticeEvent(kind="bm25_only", message=searcher.warning or BM25_ONLY_FALLBACK))
+        notice = getattr(results, "notice", None) or searcher.warning or BM25_ONLY_FALLBACK
+        run.emit(NoticeEvent(kind="bm25_only", message=notice))
+    if degradation is not None and degradation.component not in {d.component for d in run.degradations}:
+        # Counted in the answer record and /metrics; the clinician already has the notice above.
+        run.degradations.append(degradation)
     run.span("search" if stage == 1 else "search_stage2", started, run.elapsed())
     for sub_query, hits in zip(sub_queries, results, strict=True):
         run.note_hits(hits)

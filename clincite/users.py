@@ -187,7 +187,7 @@ def read_new_password() -> str | None:
         first, second = getpass.getpass("密码："), getpass.getpass("再次输入密码：")
     else:
         lines = sys.stdin.read().splitlines()
-        first, second = (lines + ["", ""])[:2]
+        first, second = [*lines, "", ""][:2]
     if first != second:
         print("两次输入的密码不一致", file=sys.stderr)
         return None

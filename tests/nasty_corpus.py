@@ -25,6 +25,7 @@ from pathlib import Path
 NASTY_LIMITS = {
     "INGEST_MAX_FILE_MB": "5",
     "INGEST_MAX_UNZIPPED_MB": "50",
+    "INGEST_MAX_DOCX_XML_MB": "2",
     "INGEST_MAX_ZIP_RATIO": "100",
     "INGEST_MAX_CHUNKS_PER_DOCUMENT": "200",
     "INGEST_MAX_HEADING_CHARS": "200",
@@ -160,6 +161,10 @@ def build(root: Path, sample: Path | None = None, forge_name: str | None = None,
           Expect("skipped", "解压后", "declares 4 GB unpacked"))
     write("bomb_members.docx", zip_bytes({f"word/m{i}.xml": b"" for i in range(10_050)}, zipfile.ZIP_STORED),
           Expect("skipped", "个文件", "10,050 members"))
+    words = random.Random(3).choices(["眼轴", "近视", "阿托品", "随访", "角膜", "屈光", "患者", "治疗"], k=400_000)
+    wordy = "<w:document><w:body><w:p><w:r><w:t>" + "".join(words) + "</w:t></w:r></w:p></w:body></w:document>"
+    write("xml_heavy.docx", zip_bytes({"[Content_Types].xml": content_types, "word/document.xml": wordy.encode()}),
+          Expect("skipped", "XML", "3.5 MB of document XML (ratio ~5): over INGEST_MAX_DOCX_XML_MB"))
     write("not_word.docx", zip_bytes({"hello.txt": b"hi"}), Expect("skipped", "document.xml", "zip, not Word"))
     write("not_a_zip.docx", "不是 zip", Expect("skipped", "DOCX", "text named .docx"))
     write("~$临时.docx", b"PK\x03\x04owner file", Expect("skipped", "临时", "Office owner file"))

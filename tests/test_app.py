@@ -98,7 +98,7 @@ async def test_a_question_renders_steps_a_streamed_report_and_linked_sources(app
     children = [s for s in captured.of("step") if s.get("parentId") == steps["检索"]["id"]]
     assert {c["name"] for c in children} == {"检索 q0", "检索 q1", "检索 q2"}
     decomposition = [u for u in captured.of("update") if u["id"] == steps["问题分解"]["id"] and u.get("output")]
-    assert "低浓度阿托品控制近视的副作用" in decomposition[-1]["output"]
+    assert "低浓度阿托品的不良反应" in decomposition[-1]["output"]
 
     streamed = captured.of("stream_start")[0]["output"] + "".join(captured.of("token"))
     assert streamed.startswith("> 离线演示模式")  # the report streamed before it was sent whole
@@ -107,6 +107,7 @@ async def test_a_question_renders_steps_a_streamed_report_and_linked_sources(app
     assert len(answers) == 1
     answer = answers[0]
     assert "### 论据与来源" in answer["output"] and "引用核验" in answer["output"]
+    assert "证据覆盖：所问各方面均找到了原文证据" in answer["output"]
 
     elements = captured.of("element")
     names = [e["name"] for e in elements]
@@ -163,18 +164,27 @@ async def test_on_chat_resume_rebuilds_the_history_from_the_thread(app_module):
 
 async def test_a_dropped_speculative_answer_never_reaches_the_message(app_module):
     """An "insufficient" verdict: the speculative report is neither streamed nor stored."""
+    from fake_clinical_llm import in_process_models
     from test_query import insufficient, structured, text_model
 
+    from clincite.agents import build_agents
+    from clincite.reasoner import LLMReasoner
     from clincite.web import state
 
-    agents = state.current().service.agents
+    service = state.current().service
+    offline = service.reasoner  # the app runs offline; this test needs the LLM path's speculation
+    service.reasoner = LLMReasoner(build_agents(service.settings, models=in_process_models()))
+    agents = service.agents
 
     def pieces(prompt, call):
         return ["SPECULATIVE ", "草稿"] if call == 1 else ["**TL;DR：** 第二阶段之后的回答。"]
 
-    with agents.sufficiency_judge.override(model=structured(insufficient, delay=0.3)), \
-            agents.answer_generation.override(model=text_model(pieces)):
-        captured = await ask(app_module, "阿托品停药后会怎样？")
+    try:
+        with agents.sufficiency_judge.override(model=structured(insufficient, delay=0.3)), \
+                agents.answer_generation.override(model=text_model(pieces)):
+            captured = await ask(app_module, "阿托品停药后会怎样？")
+    finally:
+        service.reasoner = offline
     sent = [s for s in captured.of("step") if s["type"] == "assistant_message" and s["name"] == "ClinCite"]
     streamed = "".join(s["output"] for s in captured.of("stream_start")) + "".join(captured.of("token"))
     assert len(sent) == 1 and "第二阶段之后的回答" in sent[0]["output"]

@@ -72,7 +72,7 @@ def test_a_clinician_asks_reads_the_sources_and_rates_the_answer(running_app, br
     assert "/thread/" in thread_url
 
     page.locator('[id="step-问题分解"]').first.click()
-    expect(page.get_by_text("低浓度阿托品控制近视的副作用").first).to_be_visible()
+    expect(page.get_by_text("低浓度阿托品的不良反应").first).to_be_visible()
     shot(page, "03-decomposition-step")
 
     marker = answer.locator("a.element-link", has_text="【1】").first
@@ -80,7 +80,7 @@ def test_a_clinician_asks_reads_the_sources_and_rates_the_answer(running_app, br
     marker.click()
     side = page.locator("#side-view-content")
     expect(side).to_contain_text("《低浓度阿托品临床应用指南（演示）》")
-    expect(side).to_contain_text("已在来源中逐字核验")
+    expect(side).to_contain_text("原文逐字核对")
     quote_start = answer.inner_text().split("原文：“", 1)[1][:12]  # the first quoted passage of the report
     expect(side).to_contain_text(quote_start)
     shot(page, "04-source-passage")
@@ -140,4 +140,28 @@ def test_another_clinician_cannot_open_that_thread(running_app, browser):
     response = page.request.get(f"{base}/project/thread/{thread_id}")
     assert response.status in (401, 403, 404)
     shot(page, "08-other-user-blocked")
+    context.close()
+
+
+def test_a_question_the_kb_does_not_cover_gets_a_plain_abstention(running_app, browser):
+    """No passage bears on it: the report says so, cites nothing, and /metrics counts a no-evidence answer."""
+    from playwright.sync_api import expect
+
+    context, page = log_in(browser, running_app, "doctor_b")
+    page.fill("textarea#chat-input", "青光眼的激光治疗方式有哪些？")
+    page.keyboard.press("Enter")
+    expect(page.get_by_text("青光眼的激光治疗方式有哪些？").first).to_be_visible(timeout=30_000)  # the question is sent
+    answer = page.locator(".step[data-step-type='assistant_message']").filter(has_text="知识库中未找到")
+    try:
+        expect(answer).to_have_count(1, timeout=120_000)
+    finally:
+        shot(page, "09-abstention")
+    expect(page.locator("#stop-button")).to_have_count(0, timeout=60_000)
+    expect(answer).to_contain_text("知识库中未找到关于“青光眼的激光治疗方式有哪些”的证据")
+    expect(answer).to_contain_text("证据覆盖：⚠️ 知识库中没有与该问题相符的证据")
+    expect(answer).to_contain_text("本回答没有引用任何原文")
+    expect(answer.locator("a.element-link")).to_have_count(0)
+    assert "高度近视是开角型青光眼的危险因素之一" not in answer.inner_text()
+    metrics = page.request.get(running_app.base_url + "/metrics.json").json()
+    assert metrics["no_evidence_rate"] and metrics["no_evidence_rate"] > 0
     context.close()

@@ -16,7 +16,7 @@ from chainlit.types import Feedback
 from chainlit.user import User
 from conftest import free_port, make_settings
 
-from clincite.shapes import AgentUsage, Degradation, QueryResult
+from clincite.shapes import AgentUsage, Coverage, Degradation, QueryResult
 from clincite.web.datalayer import FILES_ROUTE, ClinCiteDataLayer, LocalStorageClient, ensure_schema
 from clincite.web.metrics import compute_metrics, render_page
 
@@ -49,13 +49,15 @@ def postgres_url():
     shutil.rmtree(root, ignore_errors=True)
 
 
-def answer(question: str, ttft: float, stage2: bool = False, degraded: bool = False) -> QueryResult:
+def answer(question: str, ttft: float, stage2: bool = False, degraded: bool = False,
+           coverage: Coverage | None = None) -> QueryResult:
     return QueryResult(
         question=question, mode="llm", sub_queries=[], analyses=[], sufficiency=None,
         stage2_queries=[{"id": "s2-1", "text": "x"}] if stage2 else [], answer="**TL;DR：** …", citations=[],
         timings={"ttft": ttft, "total": ttft + 3}, usage={"answer_generation": AgentUsage(requests=1,
                                                                                           output_tokens=300)},
-        degradations=[Degradation(component="judge:q1", message="…")] if degraded else [])
+        degradations=[Degradation(component="judge:q1", message="…")] if degraded else [],
+        coverage=coverage or Coverage(status="answered"))
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -89,9 +91,11 @@ async def make_thread(layer: ClinCiteDataLayer, user: str) -> str:
 async def test_answers_and_feedback_make_the_satisfaction_metrics(layer):
     thread = await make_thread(layer, "doctor_a")
     steps = [str(uuid.uuid4()) for _ in range(4)]
-    for step, (ttft, stage2, degraded) in zip(steps, [(1.0, False, False), (2.0, True, False), (3.0, False, True),
-                                                       (4.0, False, False)]):
-        await layer.record_answer(answer("问", ttft, stage2, degraded), step, thread, "doctor_a")
+    coverages = [Coverage(status="answered"), Coverage(status="partial", missing=["禁忌证"]),
+                 Coverage(status="no_evidence"), Coverage(status="answered")]
+    for step, (ttft, stage2, degraded), coverage in zip(steps, [(1.0, False, False), (2.0, True, False),
+                                                                (3.0, False, True), (4.0, False, False)], coverages):
+        await layer.record_answer(answer("问", ttft, stage2, degraded, coverage), step, thread, "doctor_a")
     await layer.upsert_feedback(Feedback(forId=steps[0], value=1, threadId=thread, comment="准确"))
     await layer.upsert_feedback(Feedback(forId=steps[1], value=1, threadId=thread))
     changed = await layer.upsert_feedback(Feedback(forId=steps[2], value=1, threadId=thread))
@@ -105,8 +109,13 @@ async def test_answers_and_feedback_make_the_satisfaction_metrics(layer):
     assert m["stage2_rate"] == 0.25
     assert m["degradations"] == {"judge": 1} and m["degraded_answers"] == 1
     assert len(m["per_day"]) == 1 and m["per_day"][0]["rated"] == 3
+    assert (m["no_evidence_rate"], m["partial_rate"]) == (0.25, 0.25)
+    stored = await layer.query('SELECT coverage, coverage_missing FROM answer_records WHERE "stepId" = :s',
+                               {"s": steps[1]})
+    assert stored == [{"coverage": "partial", "coverage_missing": '["禁忌证"]'}]
     page = render_page(m)
     assert "66.7%" in page and "<svg" in page and "3 / 4" in page
+    assert "知识库无证据的回答" in page and "25.0%" in page
     rows = await layer.query('SELECT comment FROM feedbacks WHERE "forId" = :f', {"f": steps[0]})
     assert rows == [{"comment": "准确"}]
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 
+from fake_clinical_llm import in_process_models
 from pydantic_ai import ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
+from clincite.agents import build_agents
 from clincite.llm_slots import QuestionCappedModel
 from clincite.service import TwoStageQueryService
 from clincite.shapes import StageStarted, SufficiencyReady
@@ -49,7 +51,7 @@ def decomposition_model() -> FunctionModel:
 
 async def test_a_question_with_six_judgements_runs_at_most_its_cap_at_once(kb_settings, searcher):
     settings = kb_settings.model_copy(update={"llm_max_concurrency_per_question": 2, "answer_cache_size": 0})
-    service = TwoStageQueryService(settings, searcher)
+    service = TwoStageQueryService(settings, searcher, agents=build_agents(settings, models=in_process_models()))
     judges = InFlight(delay=0.2)
     with service.agents.decomposition.override(model=decomposition_model()), \
             service.agents.relevance_judge.override(model=judges.model()):
@@ -60,7 +62,7 @@ async def test_a_question_with_six_judgements_runs_at_most_its_cap_at_once(kb_se
 
 async def test_two_questions_each_get_their_own_cap(kb_settings, searcher):
     settings = kb_settings.model_copy(update={"llm_max_concurrency_per_question": 2, "answer_cache_size": 0})
-    service = TwoStageQueryService(settings, searcher)
+    service = TwoStageQueryService(settings, searcher, agents=build_agents(settings, models=in_process_models()))
     judges = InFlight(delay=0.2)
     with service.agents.decomposition.override(model=decomposition_model()), \
             service.agents.relevance_judge.override(model=judges.model()):
@@ -70,7 +72,7 @@ async def test_two_questions_each_get_their_own_cap(kb_settings, searcher):
 
 async def test_stop_during_sufficiency_cancels_every_task_of_the_question(kb_settings, searcher):
     settings = kb_settings.model_copy(update={"answer_cache_size": 0})
-    service = TwoStageQueryService(settings, searcher)
+    service = TwoStageQueryService(settings, searcher, agents=build_agents(settings, models=in_process_models()))
     slow = InFlight(delay=30)
     before = asyncio.all_tasks()
     with service.agents.sufficiency_judge.override(model=slow.model()):
@@ -91,7 +93,7 @@ async def test_stop_during_sufficiency_cancels_every_task_of_the_question(kb_set
 async def test_a_late_insufficient_verdict_answers_without_stage_two(kb_settings, searcher):
     """A slow stage 1 must not be followed by a second search round: the first report token would come too late."""
     settings = kb_settings.model_copy(update={"stage2_deadline": 0.01, "answer_cache_size": 0})
-    service = TwoStageQueryService(settings, searcher)
+    service = TwoStageQueryService(settings, searcher, agents=build_agents(settings, models=in_process_models()))
 
     async def insufficient(messages, info: AgentInfo) -> ModelResponse:
         verdict = {"sufficient": False, "confidence": "low", "missing_key_aspects": ["停药后反弹"],

@@ -133,7 +133,8 @@ def test_every_supported_format_loads(tmp_path):
 @pytest.fixture()
 def small_kb(tmp_path):
     docs = tmp_path / "docs"
-    shutil.copytree(SAMPLE_KB, docs, ignore=lambda d, names: [n for n in names if "阿托品" not in n and "户外" not in n])
+    shutil.copytree(SAMPLE_KB, docs,
+                    ignore=lambda d, names: [n for n in names if "阿托品" not in n and "户外" not in n])
     settings = make_settings(tmp_path)
     kb = KnowledgeBase(settings)
     yield settings, kb, docs
@@ -345,7 +346,8 @@ def test_the_hash_stored_is_of_the_bytes_that_were_parsed(tmp_path):
 def test_one_writer_a_second_ingest_waits_then_gives_up(small_kb, run_cli):
     settings, kb, docs = small_kb
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from filelock import FileLock; "
-                               "FileLock(sys.argv[1]).acquire(); print('locked', flush=True); time.sleep(60)",
+                               "lock = FileLock(sys.argv[1]); lock.acquire(); print('locked', flush=True); "
+                               "time.sleep(60)",
                                str(kb.dir / "ingest.lock")], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"

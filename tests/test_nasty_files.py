@@ -54,11 +54,14 @@ async def test_the_nasty_corpus_cannot_hurt_the_kb(tmp_path):
 
     manifest = build(tmp_path / "corpus", sample=docs, forge_name=ATROPINE)
     assert len(manifest) >= 30
-    run = run_ingest(tmp_path / "corpus", "/dev/null", env=env)  # a device given by name, too
+    unreadable = tmp_path / "unreadable.md"  # given by name (so followed): a regular file whose read fails (EIO)
+    unreadable.symlink_to("/proc/self/mem")
+    run = run_ingest(tmp_path / "corpus", "/dev/null", unreadable, env=env)  # a device given by name, too
     assert run.returncode == 0, run.stderr.decode()
     assert "Traceback" not in run.stderr.decode()
     results = parse(run.stdout)
     assert results.pop("null")[1].startswith("不是普通文件（字符设备）")
+    assert results.pop("unreadable.md") == ("skipped", "无法读取文件 (OSError: [Errno 5] Input/output error)")
     assert set(results) == set(manifest), "every file is reported, once"
     for name, expect in manifest.items():
         status, detail = results[name]

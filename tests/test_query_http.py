@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from fake_clinical_llm import ClinicalLLM, agent_requests, llm_settings
+from fake_clinical_llm import ClinicalLLM, agent_requests, first_user_text, llm_settings
 from fake_openai_server import FakeOpenAIServer, Reply
 
 import query
@@ -41,7 +41,7 @@ async def test_a_full_question_end_to_end_over_http(kb_settings, searcher, serve
     assert result.mode == "llm"
     assert not any(isinstance(e, NoticeEvent) and e.kind == "offline" for e in events)
     assert not result.degradations
-    assert [sq.text for sq in result.sub_queries] == ["低浓度阿托品控制近视的效果", "低浓度阿托品控制近视的副作用"]
+    assert [sq.text for sq in result.sub_queries] == ["低浓度阿托品的疗效 效果", "低浓度阿托品的不良反应 副作用"]
     assert "### 论据与来源" in result.answer and "离线" not in result.answer
     assert result.citations and all(c.verified for c in result.citations)
     assert len([e for e in events if isinstance(e, AnswerToken)]) > 3, "the report arrived as a stream"
@@ -133,3 +133,45 @@ def test_cli_runs_through_http_when_a_base_url_is_set(kb_settings, sample_kb, se
     assert payload["mode"] == "llm" and payload["citations"]
     assert {r.model for r in server.requests} == {"fake-decomposition", "fake-relevance_judge",
                                                   "fake-sufficiency_judge", "fake-answer_generation"}
+
+
+async def test_no_evidence_abstains_without_calling_the_answer_model(kb_settings, searcher, server):
+    """Every judge (over HTTP) returns no extract: the plain "not covered" report, no answer request at all."""
+    events, result = await run(make_service(kb_settings, searcher, server), "青光眼的激光治疗方式有哪些？")
+    assert agent_requests(server, "relevance_judge"), "the judges were asked"
+    assert all(not a.extracts for a in result.analyses)
+    assert agent_requests(server, "answer_generation") == []
+    assert result.coverage.status == "no_evidence" and events[-1].coverage == result.coverage
+    assert result.answer.startswith("**TL;DR：** 知识库中未找到关于“青光眼的激光治疗方式有哪些”的证据。")
+    assert "### 论据与来源\n无" in result.answer and result.citations == []
+    assert "《高度近视及其并发症（演示）》" in result.answer, "the closest document searched is named"
+    streamed = "".join(e.text for e in events if isinstance(e, AnswerToken))
+    assert streamed == result.answer
+
+
+async def test_missing_aspects_after_stage2_reach_the_answer_prompt_and_the_report(kb_settings, searcher, server,
+                                                                                    llm):
+    llm.verdict = {"sufficient": False, "confidence": "medium", "covered_aspects": ["疗效", "副作用"],
+                   "missing_key_aspects": ["成人使用的长期安全性"], "reasoning": "缺少成人长期使用的证据。",
+                   "additional_sub_queries": [{"text": "成人长期使用低浓度阿托品的安全性数据", "focus": "成人安全性"}]}
+    _, result = await run(make_service(kb_settings, searcher, server))
+    assert [q.text for q in result.stage2_queries] == ["成人长期使用低浓度阿托品的安全性数据"]
+    answer_requests = agent_requests(server, "answer_generation")  # the last one: after stage 2
+    prompt = first_user_text(answer_requests[-1])
+    assert "【证据缺口】成人使用的长期安全性" in prompt
+    assert result.coverage.status == "partial" and result.coverage.missing == ["成人使用的长期安全性"]
+    assert "**证据缺口**：知识库中未找到关于“成人使用的长期安全性”的证据" in result.answer
+    assert result.citations and all(c.verified for c in result.citations)
+
+
+async def test_a_late_first_token_gives_the_extractive_report(kb_settings, searcher, server, llm):
+    llm.always["answer_generation"] = Reply(delay=3)
+    service = make_service(kb_settings, searcher, server, answer_first_token_budget=0.5)
+    _, result = await run(service)
+    assert [d.component for d in result.degradations] == ["answer"]
+    assert "首字过慢" in result.degradations[0].message
+    assert result.answer.startswith("> ⚠️ 回答模型在 0.5 秒内没有开始输出")
+    assert "### 论据与来源" in result.answer and "畏光" in result.answer
+    assert result.citations and all(c.verified for c in result.citations), [
+        (c.source, c.quote) for c in result.citations if not c.verified]
+    assert result.timings["ttft"] < 2.5, "the clinician did not wait for the late model"

@@ -118,7 +118,8 @@ def test_reopening_a_kb_loads_the_saved_bm25_index(kb_settings, sample_kb, searc
     before = sorted(p.name for p in sample_kb.bm25_dir.rglob("*"))
     index = reopened._bm25_index()
     assert index.version == sample_kb.catalogue.version == reopened.serving_version
-    published = sample_kb.bm25_dir / json.loads((sample_kb.bm25_dir / "current.json").read_text(encoding="utf-8"))["dir"]
+    pointer = json.loads((sample_kb.bm25_dir / "current.json").read_text(encoding="utf-8"))
+    published = sample_kb.bm25_dir / pointer["dir"]
     assert (published / "clincite.json").exists()
     assert sorted(p.name for p in sample_kb.bm25_dir.rglob("*")) == before, "the reader wrote nothing"
 

@@ -61,7 +61,7 @@ def test_source_markdown_names_title_section_page_item_and_links():
                         chunk_id="c1", heading_path=["三、高度近视的随访"], pages=[3, 3], verified=True)
     content = source_markdown(citation, _chunk(text, [3, 3]))
     assert content.startswith("#### 《儿童近视防控指南（演示）》 · 三、高度近视的随访 · 第 3 页")
-    assert "支持的论据：【2】随访频率" in content and "已在来源中逐字核验" in content
+    assert "支持的论据：【2】随访频率" in content and "原文逐字核对" in content
     assert "(/clincite/original/" in content and "#page=3)" in content and "/clincite/passage/c1?quote=" in content
     unverified = source_markdown(citation.model_copy(update={"verified": False}), _chunk(text, [3, 3]))
     assert "未能在来源中逐字找到" in unverified and "***" not in unverified
@@ -83,15 +83,24 @@ def app_server(tmp_path_factory):
     data = tmp_path_factory.mktemp("source-view-app")
     docs = data / "docs"
     rf.make_all(docs)
+    # A Chainlit app root of its own (the project's config, public/ and welcome page linked in): Chainlit deletes
+    # APP_ROOT/.files when a server stops, which would pull the session files from under any other server running
+    # from the project folder at the same time.
+    app_root = data / "app-root"
+    (app_root / ".chainlit").mkdir(parents=True)
+    (app_root / ".chainlit" / "config.toml").symlink_to(ROOT / ".chainlit" / "config.toml")
+    (app_root / "public").symlink_to(ROOT / "public")
+    (app_root / "chainlit.md").symlink_to(ROOT / "chainlit.md")
     port = free_port()
     env = {key: value for key, value in os.environ.items() if key != "CI"}  # CI=true puts Chainlit in CI mode
-    env.update({"DATA_DIR": str(data), "SAMPLE_KB_DIR": str(docs), "EMBEDDING_MODEL": TEST_MODEL,
+    env.update({"CHAINLIT_APP_ROOT": str(app_root), "DATA_DIR": str(data), "SAMPLE_KB_DIR": str(docs),
+                "EMBEDDING_MODEL": TEST_MODEL,
                 "SEMANTIC_THRESHOLD": "0", "CHAINLIT_AUTH_SECRET": "source-view-secret-" + "x" * 40})
     subprocess.run([sys.executable, "-m", "clincite.users", "add", USER], input=f"{PASSWORD}\n{PASSWORD}\n",
                    cwd=ROOT, env=env, check=True, capture_output=True, text=True, timeout=60)
     log = open(data / "server.log", "w")  # noqa: SIM115 - the server writes to it until the fixture ends
     chainlit = os.path.join(os.path.dirname(sys.executable), "chainlit")
-    server = subprocess.Popen([chainlit, "run", "app.py", "-h", "--host", "127.0.0.1", "--port", str(port)],
+    server = subprocess.Popen([chainlit, "run", str(ROOT / "app.py"), "-h", "--host", "127.0.0.1", "--port", str(port)],
                               cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 240
@@ -120,9 +129,25 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
-def watch_errors(page, errors: list[str]) -> None:
-    page.on("response", lambda r: errors.append(f"{r.status} {r.url}") if r.status >= 400 else None)
-    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
+def panel_shot(page, name: str) -> None:
+    """Screenshot once the source panel has slid fully into view (it animates in from the right)."""
+    page.wait_for_function(
+        """() => { const el = document.getElementById('side-view-content');
+                   if (!el) return false;
+                   const box = el.getBoundingClientRect();
+                   return box.width > 0 && box.right <= window.innerWidth + 1 && box.left >= 0; }""",
+        timeout=10_000)
+    page.wait_for_timeout(500)
+    shot(page, name)
+
+
+def watch_errors(page, base: str, errors: list[str]) -> None:
+    """Every 4xx/5xx answer of the app, and every console error about one. (Chainlit's login page probes /user and
+    gets 401 by design, so this starts after login; resources on other hosts fail here only for want of a network.)"""
+    page.on("response", lambda r: errors.append(f"{r.status} {r.url}")
+            if r.status >= 400 and r.url.startswith(base) else None)
+    page.on("console", lambda m: errors.append(f"console: {m.text}")
+            if m.type == "error" and "status of" in m.text else None)
 
 
 def ask(page, question: str, answers_before: int):
@@ -167,7 +192,6 @@ def test_source_view_reload_and_clean_first_screen(app_server):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         context = browser.new_context(locale="zh-CN", viewport={"width": 1400, "height": 900})
         page = context.new_page()
-        watch_errors(page, errors)
 
         # First screen: the login asks for a 用户名; after login no toast, the starters are there.
         page.goto(base)
@@ -177,6 +201,9 @@ def test_source_view_reload_and_clean_first_screen(app_server):
         page.fill("#email", USER)
         page.fill("#password", PASSWORD)
         page.click("button[type=submit]")
+        page.wait_for_selector("#starters", timeout=60_000)
+        watch_errors(page, base, errors)
+        page.reload()
         page.wait_for_selector("#starters", timeout=60_000)
         page.wait_for_timeout(1500)
         expect(page.locator("[data-sonner-toast]")).to_have_count(0)
@@ -198,9 +225,10 @@ def test_source_view_reload_and_clean_first_screen(app_server):
         expect(side).to_contain_text("第 3 页")
         expect(side).to_contain_text("三、高度近视的随访")
         expect(side).to_contain_text("支持的论据：【1】")
+        quote = answer.inner_text().split("原文：“", 1)[1].split("”", 1)[0]  # the first evidence item's quote
         highlight = side.locator(".italic > .font-bold, .font-bold > .italic").first
-        expect(highlight).to_contain_text("散瞳眼底检查")
-        shot(page, "22-source-view-desktop")
+        expect(highlight).to_contain_text(quote.strip("。，；：、 ")[:20])
+        panel_shot(page, "22-source-view-desktop")
         original = side.locator("a", has_text="打开原文").get_attribute("href")
         assert original.startswith("/clincite/original/") and original.endswith("#page=3")
         pdf = page.request.get(base + original.split("#")[0])
@@ -215,7 +243,9 @@ def test_source_view_reload_and_clean_first_screen(app_server):
 
         # Two more answers in the same thread: a DOCX table row, an HTML page cited by its title.
         answer = ask(page, QUESTIONS[1], 1)
-        expect(answer).to_contain_text("每次 250 mg")
+        answer.locator("a.element-link", has_text="【1】").first.click()
+        expect(side).to_contain_text(rf.DOCX_ROW.split(" | ")[1])  # the dosing row: "演示剂量：每次 250 mg"
+        expect(side).to_contain_text("体重：20–30 kg")
         answer = ask(page, QUESTIONS[2], 2)
         expect(answer).to_contain_text(rf.HTML_TITLE)  # "3089kp01.html" is cited by its <title>
         expect(page.locator("#side-view-title")).to_have_count(0)
@@ -226,7 +256,7 @@ def test_source_view_reload_and_clean_first_screen(app_server):
             keys = [r[0] for r in db.execute('SELECT "objectKey" FROM elements ORDER BY rowid')]
             assert keys and not any(k.startswith("unknown/") for k in keys)
             moved = "unknown/" + keys[0].split("/", 1)[1]
-            (data / "files" / "unknown").mkdir(parents=True, exist_ok=True)
+            (data / "files" / moved).parent.mkdir(parents=True, exist_ok=True)
             (data / "files" / keys[0]).rename(data / "files" / moved)
             db.execute('UPDATE elements SET "objectKey" = ? WHERE "objectKey" = ?', (moved, keys[0]))
 
@@ -236,7 +266,7 @@ def test_source_view_reload_and_clean_first_screen(app_server):
         page.wait_for_timeout(1500)
         expect(page.locator("#side-view-title")).to_have_count(0)
         assert open_every_citation(page, 3) >= 3
-        shot(page, "24-reloaded-thread-source")
+        panel_shot(page, "24-reloaded-thread-source")
 
         # 👎 with a comment, found by the clinic's reviewers on /metrics.
         page.goto(thread_url)
@@ -258,12 +288,12 @@ def test_source_view_reload_and_clean_first_screen(app_server):
         phone = browser.new_context(locale="zh-CN", viewport={"width": 390, "height": 844}, is_mobile=True,
                                     has_touch=True)
         mobile = phone.new_page()
-        watch_errors(mobile, errors)
         mobile.goto(base)  # the login cookie is per context: log in again
         mobile.fill("#email", USER)
         mobile.fill("#password", PASSWORD)
         mobile.click("button[type=submit]")
         mobile.wait_for_selector("#chat-input", timeout=60_000)
+        watch_errors(mobile, base, errors)
         mobile.goto(thread_url)
         first = mobile.locator(".step[data-step-type='assistant_message']").filter(has_text="论据与来源").first
         expect(first).to_be_visible(timeout=30_000)
@@ -271,7 +301,7 @@ def test_source_view_reload_and_clean_first_screen(app_server):
         expect(mobile.locator("#side-view-title")).to_have_count(0)
         first.locator("a.element-link", has_text="【1】").first.click()
         expect(mobile.locator("#side-view-content")).to_contain_text("第 3 页", timeout=10_000)
-        shot(mobile, "26-source-view-phone")
+        panel_shot(mobile, "26-source-view-phone")
         phone.close()
         browser.close()
-    assert not errors, errors
+    assert not errors, "\n".join(errors)

@@ -21,6 +21,7 @@ from clincite.shapes import Hit
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]?")
+_FIGURE = re.compile(r"\d")
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述")
 LEAD_CHARS = 220  # a section matched by its heading contributes its opening sentences, up to about this many
 STUFFING_REPEATS = 3
@@ -76,11 +77,24 @@ def mentions(text: str, term: str, lex: Lexicon) -> bool:
 def covers_terms(ask: Ask, section: Section, lex: Lexicon) -> bool:
     """Every domain term, and most of the other terms, appear in the title, headings or text of the section."""
     scope = " ".join([section.hit.title, *section.path, section.text])
-    if not all(mentions(scope, term, lex) for term in ask.entities):
+    headings = " ".join([section.hit.title, *section.path])
+    if not all(mentions(scope, term, lex) or _broader_in(headings, term, lex) for term in ask.entities):
         return False
     others = [t for t in ask.terms if t not in ask.entities]
     needed = len(others) if len(others) <= 2 else math.ceil(len(others) / 2)
     return sum(mentions(scope, term, lex) for term in others) >= needed
+
+
+def _broader_in(headings: str, term: str, lex: Lexicon) -> bool:
+    """A document or section about the broader subject covers the narrower term: 低浓度阿托品 in 《阿托品滴眼液》."""
+    lowered = term.lower()
+    return any(len(broader) >= 2 and broader != lowered and broader in lowered and mentions(headings, broader, lex)
+               for broader in _sub_entities(lowered, lex))
+
+
+def _sub_entities(term: str, lex: Lexicon) -> list[str]:
+    return [term[i:j] for i in range(len(term)) for j in range(i + 2, len(term) + 1)
+            if (i, j) != (0, len(term)) and term[i:j] in lex.entities]
 
 
 def heading_aspects(section: Section, lex: Lexicon) -> tuple[set[str], set[str]]:
@@ -120,9 +134,7 @@ def _section_candidates(ask: Ask, section: Section, lex: Lexicon) -> list[Candid
         if not aspect:
             out += _general(ask, section, lex, topical + prior)
         elif aspect in own | inherited:
-            # 适用人群与禁忌 names two aspects: take the sentences of the one asked, else the section's opening.
-            naming = _sentences_naming(section.text, aspect, ask, lex) if len(own) > 1 else []
-            text = naming[0] if naming else _lead(section.text, ask, lex)
+            text = _best_of_section(section.text, aspect, ask, lex)
             out.append(Candidate(HEADING_MATCH + topical + prior, section, text, aspect, True))
         elif not own:  # a heading naming another aspect (适应证) never answers this one; no aspect: its sentences may
             for sentence in _sentences_naming(section.text, aspect, ask, lex):
@@ -146,6 +158,18 @@ def _general(ask: Ask, section: Section, lex: Lexicon, base: float) -> list[Cand
         if share and not _stuffed(sentence, ask, lex):
             out.append(Candidate(1 + 2 * share + base, section, _with_antecedent(section.text, i), "", False))
     return out
+
+
+def _best_of_section(text: str, aspect: str, ask: Ask, lex: Lexicon) -> str:
+    """The section's opening, or a run of its sentences that names the aspect (适用人群与禁忌: the 禁忌 sentence;
+    LAMP研究: "0.05%效果最好…"), whichever says more: question terms, the aspect, figures. The opening wins ties."""
+    options = [_lead(text, ask, lex), *_sentences_naming(text, aspect, ask, lex)]
+
+    def says(option: str) -> float:
+        return (sum(mentions(option, t, lex) for t in ask.terms) + (aspect in lex.passage_aspects(option))
+                + 0.5 * bool(_FIGURE.search(option)))
+
+    return max((o for o in options if o), key=says, default="")
 
 
 def _sentences_naming(text: str, aspect: str, ask: Ask, lex: Lexicon) -> list[str]:

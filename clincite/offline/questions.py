@@ -15,6 +15,7 @@ from clincite.tokenizer import get_tokenizer
 
 SHORT_QUESTION = 12  # characters: a question this short with no subject of its own continues the previous one
 TRAILING = "？?。！!，, "
+PARTICLES = ("呢", "吗", "吧", "啊", "呀")
 _PUNCT = re.compile(r"^[\W_]+$")
 
 
@@ -63,6 +64,8 @@ def analyse(question: str, previous: list[str] | None = None, lexicon: Lexicon |
     """Analyse a question; `previous` are the earlier user questions of the chat, oldest first."""
     lex = lexicon or get_lexicon()
     text = question.strip().strip(TRAILING)
+    while text.endswith(PARTICLES) and len(text) > 1:
+        text = text[:-1].rstrip(TRAILING)
     cleaned = text
     for phrase in lex.ignore:
         cleaned = cleaned.replace(phrase, " ")

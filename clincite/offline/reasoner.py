@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from clincite.naming import display_source
 from clincite.offline.lexicon import get_lexicon
@@ -56,18 +57,41 @@ class OfflineReasoner:
     async def open_connection(self) -> None:
         return None
 
+    # --- the Reasoner interface (clincite.reasoner) ---
     async def decompose(self, question: str, history: list[ChatTurn], usage=None,
                         stream: bool = True) -> AsyncIterator[SubQueryDraft]:
-        ask = analyse(question, previous_questions(history))
-        for text, aspect in ask.sub_query_texts()[:self.max_sub_queries]:
-            yield SubQueryDraft(text=text, focus=aspect or GENERAL_FOCUS)
+        for draft in self.plan(question, history):
+            yield draft
 
     async def judge(self, sub_query: SubQuery, question: str, history: list[ChatTurn], hits: list[Hit],
                     usage=None) -> JudgeOutput:
+        return await asyncio.to_thread(self.assess, sub_query, question, history, hits)
+
+    async def sufficiency(self, question: str, analyses: list[SubQueryAnalysis], limit: int,
+                          usage=None) -> SufficiencyOutput:
+        return self.verdict(analyses, limit)
+
+    @asynccontextmanager
+    async def answer(self, question: str, history: list[ChatTurn], analyses: list[SubQueryAnalysis],
+                     gaps: list[str], usage=None) -> AsyncIterator[AsyncIterator[str]]:
+        yield self._pieces(self.report(analyses, gaps))
+
+    @staticmethod
+    async def _pieces(report: str) -> AsyncIterator[str]:
+        for i in range(0, len(report), STREAM_PIECE):
+            yield report[i:i + STREAM_PIECE]
+            await asyncio.sleep(0)
+
+    # --- the same steps, synchronous ---
+    def plan(self, question: str, history: list[ChatTurn]) -> list[SubQueryDraft]:
+        ask = analyse(question, previous_questions(history))
+        return [SubQueryDraft(text=text, focus=aspect or GENERAL_FOCUS)
+                for text, aspect in ask.sub_query_texts()[:self.max_sub_queries]]
+
+    def assess(self, sub_query: SubQuery, question: str, history: list[ChatTurn], hits: list[Hit]) -> JudgeOutput:
         # The question itself (q0) is judged as the user meant it, follow-up resolved; a sub-query as written.
         ask = analyse(question, previous_questions(history)) if sub_query.id == "q0" else analyse(sub_query.text)
-        found = await asyncio.to_thread(candidates, ask, hits)
-        picked = self._pick(found)
+        picked = self._pick(candidates(ask, hits))
         for candidate in picked:
             self._remember(candidate, ask)
         extracts = [ExtractDraft(chunk_id=c.section.hit.chunk_id, source=c.section.hit.source, text=c.text)
@@ -78,10 +102,9 @@ class OfflineReasoner:
         best = picked[0]
         where = " > ".join(best.section.path) or best.section.hit.title
         return JudgeOutput(extracts=extracts, confidence="high" if best.by_heading else "medium", missing=[],
-                           sub_answer=f"见《{display_source(best.section.hit.source)}》“{where}”一节。")
+                           sub_answer=f"见“{display_source(best.section.hit.source)}”的“{where}”一节。")
 
-    async def sufficiency(self, question: str, analyses: list[SubQueryAnalysis], limit: int,
-                          usage=None) -> SufficiencyOutput:
+    def verdict(self, analyses: list[SubQueryAnalysis], limit: int) -> SufficiencyOutput:
         own = [a for a in analyses if a.sub_query.id != "q0"]
         covered = [a.sub_query.focus for a in own if a.extracts]
         missing = [a for a in own if not a.extracts and a.sub_query.focus not in covered]
@@ -94,13 +117,6 @@ class OfflineReasoner:
         return SufficiencyOutput(sufficient=False, confidence="low", covered_aspects=covered,
                                  missing_key_aspects=names, additional_sub_queries=extra,
                                  reasoning="离线规则：以下方面没有找到通过相关性下限的原文，用该方面的常见说法再检索一次。")
-
-    async def answer(self, question: str, history: list[ChatTurn], analyses: list[SubQueryAnalysis],
-                     gaps: list[str], usage=None) -> AsyncIterator[str]:
-        report = self.report(analyses, gaps)
-        for i in range(0, len(report), STREAM_PIECE):
-            yield report[i:i + STREAM_PIECE]
-            await asyncio.sleep(0)
 
     def report(self, analyses: list[SubQueryAnalysis], gaps: list[str], notice: str | None = None) -> str:
         return extractive_report(analyses, gaps, self.basis_of, self.notice if notice is None else notice)
@@ -153,4 +169,6 @@ class OfflineReasoner:
         title = analysis.sub_query.focus if analysis.sub_query.focus not in ("", GENERAL_FOCUS, "原问题") \
             else analysis.sub_query.text.rstrip("？?。")
         explanation = analysis.sub_answer.strip() or f"相关性判断认为该段原文回答了“{analysis.sub_query.text}”。"
-        return Basis(title=title, explanation=explanation.replace("\n", " ")[:200])
+        # 《》 marks the source line of an evidence item: inside the 说明 it would be read as the source.
+        explanation = explanation.replace("《", "“").replace("》", "”").replace("\n", " ")
+        return Basis(title=title, explanation=explanation[:200])

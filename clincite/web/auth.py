@@ -18,11 +18,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
 import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -56,6 +59,21 @@ _dev_generation = 0
 
 
 # --- session generations ---
+_accounts: tuple[Settings, UserStore] | None = None
+
+
+def bind(settings: Settings, users: UserStore) -> None:
+    """The settings and accounts this module checks against (the app context hands them over when it is built)."""
+    global _accounts, _throttle
+    _accounts, _throttle = (settings, users), None
+
+
+def accounts() -> tuple[Settings, UserStore]:
+    if _accounts is None:
+        raise RuntimeError("clincite.web.auth.bind() has not been called: the app context is not built yet")
+    return _accounts
+
+
 def current_generation(settings: Settings, users: UserStore, name: str) -> int | None:
     """The generation a cookie of this account must carry now; None when the account does not exist (any more)."""
     generation = users.generation(name)
@@ -83,21 +101,15 @@ def token_is_stale(token: str) -> bool:
     claims = token_claims(token)
     if claims is None:
         return False
-    # the app context is built at start-up, after this module is imported
-    from clincite.web import state
-
-    app = state.current()
+    settings, users = accounts()
     issued = (claims.get("metadata") or {}).get("generation")
-    return issued is None or issued != current_generation(app.settings, app.users, str(claims.get("identifier")))
+    return issued is None or issued != current_generation(settings, users, str(claims.get("identifier")))
 
 
 async def end_sessions(name: str) -> None:
     """Logout: every cookie and socket of this clinician stops working now (all their devices: one generation)."""
     global _dev_generation
-    from clincite.web import state
-
-    app = state.current()
-    if await asyncio.to_thread(app.users.bump_generation, name) is None and name == DEV_USER[0]:
+    if await asyncio.to_thread(accounts()[1].bump_generation, name) is None and name == DEV_USER[0]:
         _dev_generation += 1
     await disconnect_stale_sockets()
 
@@ -142,6 +154,22 @@ def _request_token(request: Request) -> str | None:
     return token or (header[7:] if header.lower().startswith("bearer ") else None)
 
 
+# --- password checks ---
+def _yield_the_cpu() -> None:
+    # On Linux niceness is per thread: the password checks give way to the event loop and to the questions.
+    with contextlib.suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+
+
+_password_checks = ThreadPoolExecutor(max_workers=HASHING_CONCURRENCY, thread_name_prefix="password-check",
+                                      initializer=_yield_the_cpu)
+
+
+async def off_the_loop(function, *args):
+    """Run a password check (bcrypt, ~0.25 s of CPU) in its own low-priority thread, never on the event loop."""
+    return await asyncio.get_running_loop().run_in_executor(_password_checks, function, *args)
+
+
 # --- login throttling ---
 LoginForm = Annotated[OAuth2PasswordRequestForm, Depends()]
 
@@ -184,9 +212,7 @@ _throttle: LoginThrottle | None = None
 def login_throttle() -> LoginThrottle:
     global _throttle
     if _throttle is None:
-        from clincite.web import state
-
-        _throttle = LoginThrottle(state.current().settings)
+        _throttle = LoginThrottle(accounts()[0])
     return _throttle
 
 
@@ -313,9 +339,7 @@ def _without_stale_tokens(headers: list) -> tuple[list, bool]:
 
 
 def secure_cookies(scope: dict) -> bool:
-    from clincite.web import state
-
-    mode = state.current().settings.cookie_secure
+    mode = accounts()[0].cookie_secure
     return mode == "true" or (mode == "auto" and scope.get("scheme") == "https")
 
 

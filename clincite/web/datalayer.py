@@ -30,7 +30,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from clincite.migrations import Migrations, apply_async
 from clincite.settings import Settings
 from clincite.shapes import QueryResult
-from clincite.users import create_private
+from clincite.users import create_private, write_private
 
 log = logging.getLogger("clincite.datalayer")
 
@@ -75,6 +75,13 @@ async def m001_initial(connection) -> None:
         await connection.execute(text(statement))
 
 
+@app_migrations
+async def m002_answer_coverage(connection) -> None:
+    """Coverage of each answer (answered | partial | no_evidence) and the aspects it did not cover (JSON list)."""
+    await connection.execute(text("ALTER TABLE answer_records ADD COLUMN coverage TEXT"))
+    await connection.execute(text("ALTER TABLE answer_records ADD COLUMN coverage_missing TEXT"))
+
+
 async def ensure_schema(url: str) -> int:
     """Apply pending migrations at start; returns the schema version."""
     if url.startswith("sqlite"):
@@ -117,7 +124,7 @@ class LocalStorageClient(BaseStorageClient):
             return {"object_key": object_key, "url": await self.get_read_url(object_key)}
         path.parent.mkdir(parents=True, exist_ok=True)
         payload = data.encode("utf-8") if isinstance(data, str) else data
-        await asyncio.to_thread(path.write_bytes, payload)
+        await asyncio.to_thread(write_private, path, payload)  # passages: 0600 from the start, like the database
         return {"object_key": object_key, "url": await self.get_read_url(object_key)}
 
     async def delete_file(self, object_key: str) -> bool:
@@ -283,6 +290,8 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
             "degradation_count": len(result.degradations), "citations": len(result.citations),
             "unverified_citations": result.unverified_citations,
             "input_tokens": sum(u.input_tokens for u in usage), "output_tokens": sum(u.output_tokens for u in usage),
+            "coverage": result.coverage.status, "coverage_missing": json.dumps(result.coverage.missing,
+                                                                                ensure_ascii=False),
         }
         async with self.engine.begin() as connection:
             await connection.execute(insert_sql("answer_records", row), row)

@@ -35,7 +35,7 @@ def ratio(part: int, whole: int) -> float | None:
 async def compute_metrics(layer: ClinCiteDataLayer, status: dict | None = None) -> dict:
     answers = await layer.query(
         'SELECT "stepId", "createdAt", ttft, total, cached, stage2, degradations, unverified_citations, mode, '
-        "timings FROM answer_records")
+        "timings, coverage FROM answer_records")
     # Only ratings of a real answer, in the thread that answer belongs to: rows aimed at made-up ids (written by
     # Chainlit's unchecked /feedback before the owner check) must not move the satisfaction figures.
     rows = await layer.query(
@@ -84,6 +84,11 @@ async def compute_metrics(layer: ClinCiteDataLayer, status: dict | None = None) 
         "degradations": dict(degradations),
         "unverified_citations": sum(int(a["unverified_citations"] or 0) for a in answers),
         "offline_answers": sum(1 for a in answers if a["mode"] == "offline"),
+        # Answers recorded before coverage existed (coverage NULL) are left out of both shares.
+        "no_evidence_rate": ratio(sum(1 for a in answers if a["coverage"] == "no_evidence"),
+                                  sum(1 for a in answers if a["coverage"])),
+        "partial_rate": ratio(sum(1 for a in answers if a["coverage"] == "partial"),
+                              sum(1 for a in answers if a["coverage"])),
         "recent_thumbs_down": [{**row, "createdAt": str(row["createdAt"])}
                                for row in await layer.recent_negative_feedback(RECENT_THUMBS_DOWN)],
         "status": status or {},
@@ -159,6 +164,7 @@ def render_page(m: dict) -> str:
         ("首字时间 p50 / p95", f"{_sec(m['ttft_p50'])} / {_sec(m['ttft_p95'])}", f"不含缓存回答 {m['cached_answers']} 个"),
         ("第二阶段检索比例", _pct(m["stage2_rate"]), "目标 < 20%"),
         ("降级的回答", str(m["degraded_answers"]), f"未核验引文 {m['unverified_citations']} 条"),
+        ("知识库无证据的回答", _pct(m["no_evidence_rate"]), f"部分回答（有证据缺口） {_pct(m['partial_rate'])}"),
     ]
     card_html = "".join(f'<div class="card"><div class="label">{html.escape(a)}</div><div class="value">'
                         f'{html.escape(b)}</div><div class="note">{html.escape(c)}</div></div>' for a, b, c in cards)

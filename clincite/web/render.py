@@ -11,7 +11,6 @@ from chainlit.utils import utc_now
 from clincite.citations import mark_unverified
 from clincite.inert import inert_report, inert_text
 from clincite.naming import display_source
-from clincite.web.sources import source_markdown, with_pages
 from clincite.shapes import (
     STAGE_LABELS,
     AnswerDone,
@@ -31,6 +30,7 @@ from clincite.shapes import (
     StageStarted,
     SufficiencyReady,
 )
+from clincite.web.sources import source_markdown, with_pages
 
 ANSWER_AUTHOR = "ClinCite"
 NOTICE_AUTHOR = "系统提示"
@@ -151,7 +151,7 @@ class ChainlitRenderer:
             await self.open_step(parent)
         a = event.analysis
         # Sub-answers and extracts are document text (or model text made from it): shown, never rendered as markup.
-        extracts = "\n".join(f"> 《{inert_text(display_source(x.source))}》“{inert_text(x.text.replace(chr(10), ' '))}”\n"
+        extracts = "\n".join(f"> 《{inert_text(display_source(x.source))}》“{inert_text(' '.join(x.text.split()))}”\n"
                              for x in a.extracts) or "（无相关摘录）"
         output = (f"**{inert_text(a.sub_query.text)}**\n\n置信度：{CONFIDENCE[a.confidence]}"
                   f"{'（判断失败，直接使用检索结果）' if a.degraded else ''}\n\n子回答：{inert_text(a.sub_answer)}\n\n"
@@ -201,13 +201,28 @@ class ChainlitRenderer:
 def final_content(result: QueryResult, late_degradations: list[str]) -> str:
     body = inert_report(with_pages(mark_unverified(result.answer, result.citations), result.citations))
     checked = sum(1 for c in result.citations if c.verified)
-    footer = [f"引用核验：{checked}/{len(result.citations)} 条原文已在来源中逐字找到"
-              + (f"，⚠️ {result.unverified_citations} 条未能核验" if result.unverified_citations else "")
-              + "。点击【n】查看原文。" if result.citations else "本回答没有可核验的引文。"]
+    # Say exactly what was checked: that each quote stands verbatim in the passage it cites, not that the passage
+    # answers the question (relevance is the judge's call) nor that the conclusion is right.
+    footer = [f"引用核验（原文逐字核对）：{checked}/{len(result.citations)} 条引文已在所注来源的段落中逐字找到"
+              + (f"，⚠️ {result.unverified_citations} 条未能核验（在所注来源中找不到）"
+                 if result.unverified_citations else "")
+              + "。这只证明引文确有出处；是否切题、结论是否恰当，请点击【n】对照原文判断。"
+              if result.citations else "引用核验：本回答没有引用任何原文。"]
+    footer.append(coverage_line(result))
     footer += [f"⚠️ {message}" for message in late_degradations]
     timing = f"首字 {result.timings.get('ttft', 0):.1f} 秒 · 总计 {result.timings.get('total', 0):.1f} 秒"
     footer.append(timing + (" · 缓存" if result.cached else "") + (" · 离线演示模式" if result.mode == "offline" else ""))
     return body.rstrip() + "\n\n---\n" + "  \n".join(footer)
+
+
+def coverage_line(result: QueryResult) -> str:
+    """How far the evidence answers the question (QueryResult.coverage), in the clinician's words."""
+    coverage = result.coverage
+    if coverage.status == "no_evidence":
+        return "证据覆盖：⚠️ 知识库中没有与该问题相符的证据，本回答不作结论。"
+    if coverage.status == "partial":
+        return "证据覆盖：⚠️ 部分回答，知识库未涵盖：" + "、".join(coverage.missing) + "。"
+    return "证据覆盖：所问各方面均找到了原文证据。"
 
 
 def source_elements(citations: list[Citation], chunks: dict[str, Chunk]) -> list[cl.Text]:

@@ -28,6 +28,7 @@ from fastapi.responses import (
 
 from clincite.web.auth import login_route
 from clincite.web.datalayer import FILES_ROUTE, ClinCiteDataLayer
+from clincite.web.looplag import summary as loop_lag
 from clincite.web.metrics import compute_metrics, render_page, system_status
 from clincite.web.sources import (
     AVATAR,
@@ -36,7 +37,6 @@ from clincite.web.sources import (
     original_document,
     render_passage_page,
 )
-from clincite.web.looplag import summary as loop_lag
 
 log = logging.getLogger("clincite.app")
 CurrentUser = Annotated[Any, Depends(get_current_user)]  # Chainlit's login check (401 without a valid login)

@@ -132,7 +132,8 @@ def source_markdown(citation: Citation, chunk: Chunk | None) -> str:
     lines = ["#### " + " · ".join(where)]
     if chunk and display_source(chunk.source, chunk.title) != chunk.source:
         lines.append(f"文件：{inert_text(chunk.source)}")
-    status = ("✅ 已在来源中逐字核验（引文在下方原文中高亮）" if citation.verified and chunk
+    status = ("✅ 原文逐字核对：引文与下方高亮的原文一致（只说明引文出处属实，是否切题请对照原文判断）"
+              if citation.verified and chunk
               else "⚠️ 未能在来源中逐字找到这段引文，请谨慎对待，并以原始文件为准。")
     lines.append(status)
     if citation.title:

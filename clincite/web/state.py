@@ -17,7 +17,8 @@ from clincite.service import OFFLINE_BANNER, TwoStageQueryService
 from clincite.settings import Settings, load_settings
 from clincite.shapes import ChatTurn, QueryResult
 from clincite.users import UserStore, check_login
-from clincite.web.auth import current_generation
+from clincite.web.auth import bind as bind_accounts
+from clincite.web.auth import current_generation, off_the_loop
 from clincite.web.datalayer import ClinCiteDataLayer
 from clincite.web.render import ANSWER_AUTHOR
 
@@ -39,7 +40,7 @@ class AppContext:
 
     async def login(self, username: str, password: str) -> cl.User | None:
         # bcrypt costs ~0.25 s of CPU: off the event loop, so a login never stalls the other clinicians.
-        display_name = await asyncio.to_thread(check_login, self.settings, self.users, username, password)
+        display_name = await off_the_loop(check_login, self.settings, self.users, username, password)
         if not display_name:
             return None
         # The cookie remembers the account's session generation: logout or removal makes it worthless (web/auth.py).
@@ -80,6 +81,7 @@ def configure(settings: Settings) -> AppContext:
     """Build the app context on these settings (tests; or a process that embeds the app)."""
     global _current
     _current = AppContext.build(settings)
+    bind_accounts(settings, _current.users)  # login throttling and session checks (web/auth.py) use these
     return _current
 
 

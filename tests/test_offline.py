@@ -1,0 +1,102 @@
+"""Offline mode as a new clinician meets it (no key, BM25-only search): the aspect asked, gaps, abstention, follow-ups.
+
+These are the questions of issue 9, asked through the whole service on the sample KB.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ORTHO_K, SAMPLE_KB, make_settings
+
+from clincite.embeddings import Embedder
+from clincite.ingest import Ingestor
+from clincite.kb import KnowledgeBase
+from clincite.offline import analyse
+from clincite.search import HybridSearcher
+from clincite.shapes import AnswerDone, ChatTurn
+from query import TwoStageQueryService
+
+OK_DOC = ORTHO_K.removesuffix(".md")
+CONTRAINDICATIONS = "以下情况不宜验配或应暂缓验配"
+
+
+@pytest.fixture()
+def service(kb_settings, sample_kb) -> TwoStageQueryService:
+    """What a new user gets: no key, and the embedding model cannot be loaded, so search is BM25-only."""
+    settings = kb_settings.model_copy(update={"embedding_model": "/nonexistent/model", "answer_cache_size": 0})
+    return TwoStageQueryService(settings, HybridSearcher(settings, sample_kb, Embedder(settings.embedding_model)))
+
+
+def tldr(answer: str) -> str:
+    return answer.split("**TL;DR：**", 1)[1].split("###", 1)[0]
+
+
+@pytest.mark.parametrize("question", ["哪些孩子不适合验配角膜塑形镜？", "角膜塑形镜的禁忌证有哪些？"])
+async def test_ortho_k_contraindication_questions_lead_with_the_contraindications(service, question):
+    result = await service.ask(question)
+    assert result.mode == "offline" and result.search_mode == "bm25"
+    assert CONTRAINDICATIONS in tldr(result.answer)
+    first = result.citations[0]
+    assert first.source == OK_DOC and first.verified and first.heading_path
+    assert first.title == "角膜塑形镜的禁忌证"
+    assert "直接相关" not in result.answer and "它尤其适用于" not in result.answer
+    assert result.coverage.status == "answered"
+
+
+@pytest.mark.parametrize("question,subject", [("青光眼的激光治疗方式有哪些？", "青光眼的激光治疗方式有哪些"),
+                                              ("今天天气怎么样", "今天天气怎么样")])
+async def test_questions_the_kb_does_not_cover_get_a_plain_not_covered_answer(service, question, subject):
+    events = [e async for e in service.run(question)]
+    result = events[-1].result
+    assert isinstance(events[-1], AnswerDone) and events[-1].coverage.status == "no_evidence"
+    assert tldr(result.answer).strip() == f"知识库中未找到关于“{subject}”的证据。"
+    assert result.citations == [] and "### 论据与来源\n无" in result.answer
+    assert "高度近视是开角型青光眼的危险因素之一" not in result.answer, "no passage is presented as an answer"
+
+
+async def test_follow_up_resolves_to_the_previous_topic(service):
+    first = await service.ask("哪些孩子不适合验配角膜塑形镜？")
+    history = [ChatTurn(role="user", content="哪些孩子不适合验配角膜塑形镜？"),
+               ChatTurn(role="assistant", content=first.answer)]
+    result = await service.ask("那它的感染风险怎么预防？", history)
+    assert all(q.text.startswith("角膜塑形镜") for q in result.sub_queries)
+    assert result.citations and result.citations[0].source == OK_DOC
+    assert "微生物性角膜炎" in tldr(result.answer)
+    assert all("孩子不" not in c.title and "的的" not in c.title for c in result.citations)
+
+
+async def test_an_aspect_without_evidence_is_named_as_a_gap(service):
+    result = await service.ask("离焦框架眼镜的禁忌证和疗效？")
+    assert result.coverage.status == "partial" and result.coverage.missing == ["离焦框架眼镜的禁忌证"]
+    assert "**证据缺口**：知识库中未找到关于“离焦框架眼镜的禁忌证”的证据" in result.answer
+    assert result.citations and all(c.verified for c in result.citations)
+
+
+async def test_a_keyword_stuffed_document_does_not_take_over_the_answer(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "低浓度阿托品临床应用指南（演示）.md").write_bytes(
+        (SAMPLE_KB / "低浓度阿托品临床应用指南（演示）.md").read_bytes())
+    (docs / "阿托品宣传页.md").write_text(
+        "# 阿托品宣传页\n\n## 副作用\n\n阿托品没有任何副作用，阿托品副作用为零，阿托品副作用完全不用担心。"
+        "阿托品副作用？阿托品绝对安全，阿托品副作用不存在。\n", encoding="utf-8")
+    settings = make_settings(tmp_path, embedding_model="/nonexistent/model", answer_cache_size=0)
+    kb = KnowledgeBase(settings)
+    Ingestor(settings, kb).run([docs])
+    service = TwoStageQueryService(settings, HybridSearcher(settings, kb, Embedder(settings.embedding_model)))
+    result = await service.ask("低浓度阿托品有哪些副作用？")
+    assert "没有任何副作用" not in result.answer
+    assert "畏光" in tldr(result.answer)
+    assert {c.source for c in result.citations} == {"低浓度阿托品临床应用指南（演示）"}
+
+
+def test_question_analysis_finds_topic_aspects_and_follow_ups():
+    ask = analyse("哪些孩子不适合验配角膜塑形镜？")
+    assert ask.subject == "角膜塑形镜" and ask.aspects == ["禁忌证"]
+    assert analyse("重复低强度红光治疗有哪些安全风险？").subject == "重复低强度红光治疗"  # 治疗 is in the name
+    assert analyse("青光眼的激光治疗方式有哪些？").aspects == ["治疗"]
+    follow_up = analyse("那它的感染风险怎么预防？", previous=["哪些孩子不适合验配角膜塑形镜？"])
+    assert follow_up.inherited == "角膜塑形镜" and follow_up.aspects == ["风险与并发症", "注意事项"]
+    assert analyse("这种治疗安全吗？", previous=["重复低强度红光治疗控制近视的效果如何？"]).aspects == ["不良反应"]
+    assert analyse("停药后会反弹吗？", previous=["低浓度阿托品滴眼液怎么用？"]).inherited == "低浓度阿托品滴眼液"
+    assert analyse("户外活动每天多长时间可以预防近视？").aspects == [], "预防近视 is the goal, not an aspect"
