@@ -78,20 +78,23 @@ async def on_chat_resume(thread: ThreadDict) -> None:
 async def on_message(message: cl.Message) -> None:
     app = state.current()
     history: list[ChatTurn] = cl.user_session.get("history") or []
-    renderer = ChainlitRenderer(run_step_id=cl.context.current_step.id if cl.context.current_step else None,
-                                chunks=app.service.kb.catalogue.get_chunks)
+    renderer = ChainlitRenderer(
+        run_step_id=cl.context.current_step.id if cl.context.current_step else None,
+        chunks=app.service.kb.catalogue.get_chunks,
+    )
     try:
         async for event in app.service.run(message.content, history):
             await renderer.handle(event)
     except Exception as exc:  # Chainlit would swallow it: the clinician must see that something went wrong
         log.exception("Question failed")
         await renderer.close_open_steps()
-        await cl.ErrorMessage(content=f"抱歉，处理这个问题时出错了：{type(exc).__name__}。请稍后重试或联系管理员。",
-                              author=NOTICE_AUTHOR).send()
+        await cl.ErrorMessage(
+            content=f"抱歉，处理这个问题时出错了：{type(exc).__name__}。请稍后重试或联系管理员。", author=NOTICE_AUTHOR
+        ).send()
         return
     result = renderer.result
     if result is None:
         return
     history.extend([ChatTurn(role="user", content=message.content), ChatTurn(role="assistant", content=result.answer)])
-    cl.user_session.set("history", history[-2 * app.settings.history_turns:])
+    cl.user_session.set("history", history[-2 * app.settings.history_turns :])
     await app.record(result, renderer.run_step_id, cl.context.session.thread_id, cl.user_session.get("user"))

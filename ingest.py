@@ -34,8 +34,13 @@ def main(argv: list[str] | None = None) -> int:
     settings = get_settings()
     kb = KnowledgeBase(settings, args.kb)
     try:
-        report = Ingestor(settings, kb).run(args.paths, prune=args.prune, force=args.force, dry_run=args.dry_run,
-                                            on_result=lambda r: print(format_result(r), flush=True))
+        report = Ingestor(settings, kb).run(
+            args.paths,
+            prune=args.prune,
+            force=args.force,
+            dry_run=args.dry_run,
+            on_result=lambda r: print(format_result(r), flush=True),
+        )
     except IngestBusy as exc:
         print(str(exc), file=sys.stderr)
         kb.close()

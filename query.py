@@ -49,8 +49,11 @@ async def _run_cli(args: argparse.Namespace) -> int:
 
 async def _retrieve(searcher: HybridSearcher, args: argparse.Namespace) -> int:
     hits = await searcher.search(args.question)
-    payload = {"question": args.question, "search_mode": "bm25" if searcher.bm25_only else "hybrid",
-               "hits": [h.model_dump(include=RETRIEVE_FIELDS) for h in hits]}
+    payload = {
+        "question": args.question,
+        "search_mode": "bm25" if searcher.bm25_only else "hybrid",
+        "hits": [h.model_dump(include=RETRIEVE_FIELDS) for h in hits],
+    }
     if searcher.warning:
         print(searcher.warning, file=sys.stderr)
     if args.json:

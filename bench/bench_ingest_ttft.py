@@ -45,9 +45,14 @@ QUESTIONS = [
     "多焦点软性角膜接触镜的适用人群？",
     "近视儿童多久复查一次眼轴？",
 ]
-SENTENCES = ["眼轴长度每年增长超过零点三毫米提示近视进展较快。", "低浓度阿托品常见不良反应为畏光和近距离视物模糊。",
-             "角膜塑形镜需要规范验配并定期复查角膜健康。", "户外活动时间不足是儿童近视的重要危险因素。",
-             "高度近视患者应定期检查眼底以及早发现视网膜病变。", "重复低强度红光治疗期间应关注视网膜安全。"]
+SENTENCES = [
+    "眼轴长度每年增长超过零点三毫米提示近视进展较快。",
+    "低浓度阿托品常见不良反应为畏光和近距离视物模糊。",
+    "角膜塑形镜需要规范验配并定期复查角膜健康。",
+    "户外活动时间不足是儿童近视的重要危险因素。",
+    "高度近视患者应定期检查眼底以及早发现视网膜病变。",
+    "重复低强度红光治疗期间应关注视网膜安全。",
+]
 
 
 def rss_mb(pid: int | str = "self") -> float:
@@ -65,8 +70,11 @@ def write_big_text(path: Path, mb: float) -> None:
         section = 0
         while written < target:
             section += 1
-            block = f"\n第{section}节 随访记录\n\n" + "".join(SENTENCES[(section + i) % len(SENTENCES)] +
-                                                         f"编号{section}-{i}。" for i in range(12)) + "\n"
+            block = (
+                f"\n第{section}节 随访记录\n\n"
+                + "".join(SENTENCES[(section + i) % len(SENTENCES)] + f"编号{section}-{i}。" for i in range(12))
+                + "\n"
+            )
             f.write(block)
             written += len(block.encode("utf-8"))
 
@@ -105,24 +113,51 @@ async def main_async(args) -> dict:
 
     work = Path(tempfile.mkdtemp(prefix="clincite-ttft-", dir=args.tmp))
     port = free_port()
-    env = {**os.environ, "CLINCITE_ENV_FILE": os.devnull, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false", "KB_DIR": str(work / "kb"), "EMBEDDING_MODEL": args.model}
-    llm = subprocess.Popen([sys.executable, str(PROJECT / "tests" / "fake_clinical_llm.py"), "--port", str(port)],  # noqa: ASYNC220
-                           cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    env = {
+        **os.environ,
+        "CLINCITE_ENV_FILE": os.devnull,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "KB_DIR": str(work / "kb"),
+        "EMBEDDING_MODEL": args.model,
+    }
+    llm = subprocess.Popen(
+        [sys.executable, str(PROJECT / "tests" / "fake_clinical_llm.py"), "--port", str(port)],
+        cwd=PROJECT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     ingest = None
     try:
         llm.stdout.readline()  # "fake clinical LLM at …": it listens
-        subprocess.run([sys.executable, "ingest.py", "sample_kb"], cwd=PROJECT, env=env, check=True,  # noqa: ASYNC221
-                       capture_output=True, timeout=600)
+        subprocess.run(
+            [sys.executable, "ingest.py", "sample_kb"],
+            cwd=PROJECT,
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
         os.environ.update({"CLINCITE_ENV_FILE": os.devnull, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
         from pydantic import SecretStr
 
         from clincite.service import TwoStageQueryService
 
-        settings = load_settings(os.devnull).model_copy(update={
-            "kb_dir": work / "kb", "data_dir": work, "embedding_model": args.model, "semantic_threshold": 0.0,
-            "openai_api_key": SecretStr("bench"), "openai_base_url": f"http://127.0.0.1:{port}/v1",
-            "offline_mode": "off", "answer_cache_size": 0})
+        settings = load_settings(os.devnull).model_copy(
+            update={
+                "kb_dir": work / "kb",
+                "data_dir": work,
+                "embedding_model": args.model,
+                "semantic_threshold": 0.0,
+                "openai_api_key": SecretStr("bench"),
+                "openai_base_url": f"http://127.0.0.1:{port}/v1",
+                "offline_mode": "off",
+                "answer_cache_size": 0,
+            }
+        )
         service = TwoStageQueryService(settings)
         await service.warm_up()
         searcher = service.searcher
@@ -139,8 +174,14 @@ async def main_async(args) -> dict:
             ingest_env["EMBEDDING_MODEL"] = str(work / "no-model")  # BM25-only ingest (see the module docstring)
         version_before = searcher.serving_version
         started = time.perf_counter()
-        ingest = subprocess.Popen([sys.executable, "ingest.py", str(big)], cwd=PROJECT, env=ingest_env,  # noqa: ASYNC220
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        ingest = subprocess.Popen(
+            [sys.executable, "ingest.py", str(big)],
+            cwd=PROJECT,
+            env=ingest_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         during: list[float] = []
         rss_peak_app = rss_start
         while True:  # os.wait4, not Popen.poll: it reaps the child with its own rusage (the ingest's peak RSS)
@@ -159,19 +200,29 @@ async def main_async(args) -> dict:
         swap_seconds = time.perf_counter() - finished
         after = [await ask(service, QUESTIONS[i % len(QUESTIONS)]) for i in range(args.idle)]
         return {
-            "mb": args.mb, "model": Path(args.model).name, "ingest_vectors": args.with_vectors,
-            "questions_idle": len(idle), "questions_during_ingest": len(during), "questions_after": len(after),
-            "ttft_idle_p50": round(statistics.median(idle), 2), "ttft_idle_p95": round(percentile(idle, 0.95), 2),
+            "mb": args.mb,
+            "model": Path(args.model).name,
+            "ingest_vectors": args.with_vectors,
+            "questions_idle": len(idle),
+            "questions_during_ingest": len(during),
+            "questions_after": len(after),
+            "ttft_idle_p50": round(statistics.median(idle), 2),
+            "ttft_idle_p95": round(percentile(idle, 0.95), 2),
             "ttft_during_p50": round(statistics.median(during), 2) if during else None,
             "ttft_during_p95": round(percentile(during, 0.95), 2) if during else None,
             "ratio_p50": round(statistics.median(during) / statistics.median(idle), 2) if during else None,
             "ratio_p95": round(percentile(during, 0.95) / percentile(idle, 0.95), 2) if during else None,
             "ttft_after_swap_p50": round(statistics.median(after), 2),
-            "ingest_exit": ingest.returncode, "ingest_seconds": round(ingest_seconds, 1),
-            "ingest_peak_rss_mb": round(usage.ru_maxrss / 1024), "ingest_summary": ingest_out.strip().splitlines()[-1:],
-            "app_rss_start_mb": round(rss_start), "app_rss_peak_during_mb": round(rss_peak_app),
-            "app_rss_after_swap_mb": round(rss_mb()), "swap_seconds_after_ingest": round(swap_seconds, 2),
-            "serving_version": searcher.serving_version, "catalogue_version": searcher.version,
+            "ingest_exit": ingest.returncode,
+            "ingest_seconds": round(ingest_seconds, 1),
+            "ingest_peak_rss_mb": round(usage.ru_maxrss / 1024),
+            "ingest_summary": ingest_out.strip().splitlines()[-1:],
+            "app_rss_start_mb": round(rss_start),
+            "app_rss_peak_during_mb": round(rss_peak_app),
+            "app_rss_after_swap_mb": round(rss_mb()),
+            "swap_seconds_after_ingest": round(swap_seconds, 2),
+            "serving_version": searcher.serving_version,
+            "catalogue_version": searcher.version,
             "kb_reloads": searcher.stats["kb_reloads"],
         }
     finally:

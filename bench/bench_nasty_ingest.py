@@ -40,14 +40,25 @@ def issue_cases(root: Path) -> list[str]:
     (root / "heading_1mb.md").write_text(f"# 标题\n\n## {heading}\n\n正文一句。\n", encoding="utf-8")
     paragraph = "<w:p><w:r><w:t>近视随访。</w:t></w:r></w:p>"
     xml = '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
-    (root / "docx_bomb_700k_paragraphs.docx").write_bytes(zip_bytes(
-        {"[Content_Types].xml": b"<Types/>", "word/document.xml": (xml + paragraph * 700_000 + "</w:body>"
-                                                                    "</w:document>").encode()}))
+    (root / "docx_bomb_700k_paragraphs.docx").write_bytes(
+        zip_bytes(
+            {
+                "[Content_Types].xml": b"<Types/>",
+                "word/document.xml": (xml + paragraph * 700_000 + "</w:body></w:document>").encode(),
+            }
+        )
+    )
     words = random.Random(5).choices(["眼轴", "近视", "阿托品", "随访", "角膜", "屈光", "患者", "治疗"], k=7_000_000)
-    (root / "docx_47mb_xml.docx").write_bytes(zip_bytes(
-        {"[Content_Types].xml": b"<Types/>",
-         "word/document.xml": (xml + "<w:p><w:r><w:t>" + "".join(words) + "</w:t></w:r></w:p></w:body></w:document>"
-                               ).encode()}))
+    (root / "docx_47mb_xml.docx").write_bytes(
+        zip_bytes(
+            {
+                "[Content_Types].xml": b"<Types/>",
+                "word/document.xml": (
+                    xml + "<w:p><w:r><w:t>" + "".join(words) + "</w:t></w:r></w:p></w:body></w:document>"
+                ).encode(),
+            }
+        )
+    )
     return ["heading_1mb.md", "docx_bomb_700k_paragraphs.docx", "docx_47mb_xml.docx"]
 
 
@@ -55,14 +66,20 @@ def run_ingest(paths: list[Path], env: dict) -> tuple[int, float, float, str, st
     """(exit code, seconds, peak RSS MB, stdout, stderr) of `ingest.py PATHS` as its own process."""
     started = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([sys.executable, "ingest.py", *map(str, paths)], cwd=PROJECT, env=env, stdout=out,
-                                stderr=err)
+        proc = subprocess.Popen(
+            [sys.executable, "ingest.py", *map(str, paths)], cwd=PROJECT, env=env, stdout=out, stderr=err
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return (proc.returncode, time.perf_counter() - started, usage.ru_maxrss / 1024,
-                out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"))
+        return (
+            proc.returncode,
+            time.perf_counter() - started,
+            usage.ru_maxrss / 1024,
+            out.read().decode("utf-8", "replace"),
+            err.read().decode("utf-8", "replace"),
+        )
 
 
 def default_model() -> str:
@@ -85,15 +102,26 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="clincite-nasty-", dir=args.tmp))
     try:
-        env = {**os.environ, "CLINCITE_ENV_FILE": os.devnull, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-               "TOKENIZERS_PARALLELISM": "false", "KB_DIR": str(work / "kb"), "EMBEDDING_MODEL": args.model}
+        env = {
+            **os.environ,
+            "CLINCITE_ENV_FILE": os.devnull,
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "KB_DIR": str(work / "kb"),
+            "EMBEDDING_MODEL": args.model,
+        }
         if args.limits == "nasty":
             env.update(NASTY_LIMITS)
         sample_code, _, sample_rss, _, sample_err = run_ingest([PROJECT / "sample_kb"], env)
         assert sample_code == 0, sample_err
         corpus = work / "corpus"
-        manifest = build(corpus, sample=PROJECT / "sample_kb", forge_name=ATROPINE,
-                         big_mb=args.big_mb if args.limits == "default" else 0)
+        manifest = build(
+            corpus,
+            sample=PROJECT / "sample_kb",
+            forge_name=ATROPINE,
+            big_mb=args.big_mb if args.limits == "default" else 0,
+        )
         names = set(manifest)
         if args.limits == "default":
             names |= set(issue_cases(corpus))
@@ -101,25 +129,34 @@ def main() -> int:
         code, seconds, peak, out, err = run_ingest([corpus, Path("/dev/null")], env)
         lines = out.splitlines()
         statuses = collections.Counter(line[:10].strip() for line in lines[:-1])
-        reported = {line[11:].split(": ", 1)[0] if line.startswith("skipped") else line[11:].rsplit(" (", 1)[0]
-                    for line in lines[:-1]}
+        reported = {
+            line[11:].split(": ", 1)[0] if line.startswith("skipped") else line[11:].rsplit(" (", 1)[0]
+            for line in lines[:-1]
+        }
         missing = sorted(names - reported - {"null"})
 
         from clincite.kb import KnowledgeBase
         from clincite.search import HybridSearcher
         from clincite.settings import load_settings
 
-        settings = load_settings(os.devnull).model_copy(update={"kb_dir": work / "kb", "data_dir": work,
-                                                                 "embedding_model": args.model,
-                                                                 "semantic_threshold": 0.0})
+        settings = load_settings(os.devnull).model_copy(
+            update={"kb_dir": work / "kb", "data_dir": work, "embedding_model": args.model, "semantic_threshold": 0.0}
+        )
         searcher = HybridSearcher(settings, KnowledgeBase(settings))
         hits = asyncio.run(searcher.search("低浓度阿托品的副作用有哪些"))
         result = {
-            "limits": args.limits, "model": Path(args.model).name, "cases": len(names) + 1,
-            "corpus_mb_on_disk": round(corpus_mb, 1), "sample_ingest_peak_rss_mb": round(sample_rss),
-            "nasty_ingest_exit": code, "nasty_ingest_seconds": round(seconds, 1),
-            "nasty_ingest_peak_rss_mb": round(peak), "target_peak_rss_mb": 1024,
-            "statuses": dict(statuses), "files_not_reported": missing, "traceback": "Traceback" in err,
+            "limits": args.limits,
+            "model": Path(args.model).name,
+            "cases": len(names) + 1,
+            "corpus_mb_on_disk": round(corpus_mb, 1),
+            "sample_ingest_peak_rss_mb": round(sample_rss),
+            "nasty_ingest_exit": code,
+            "nasty_ingest_seconds": round(seconds, 1),
+            "nasty_ingest_peak_rss_mb": round(peak),
+            "target_peak_rss_mb": 1024,
+            "statuses": dict(statuses),
+            "files_not_reported": missing,
+            "traceback": "Traceback" in err,
             "sample_top_hit": hits[0].source if hits else None,
             "sample_found_by": sorted({r for h in hits for r in h.found_by}),
             "skips": [line for line in lines if line.startswith("skipped")] if not args.json else None,

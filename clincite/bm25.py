@@ -21,6 +21,7 @@ META_FILE = "clincite.json"
 POINTER_FILE = "current.json"
 KEEP_PREVIOUS = 1  # versions kept besides the current one: a reader may still be loading the one before
 
+
 class BM25Index:
     """A bm25s index over jieba tokens, saved in the KB directory with the chunk ids it covers.
 
@@ -67,8 +68,9 @@ class BM25Index:
         tmp.mkdir()
         if self._retriever is not None:
             self._retriever.save(str(tmp))
-        (tmp / META_FILE).write_text(json.dumps({"version": self.version, "chunk_ids": self.chunk_ids}),
-                                     encoding="utf-8")
+        (tmp / META_FILE).write_text(
+            json.dumps({"version": self.version, "chunk_ids": self.chunk_ids}), encoding="utf-8"
+        )
         _fsync_tree(tmp)
         tmp.rename(directory / name)
         pointer = directory / f".{POINTER_FILE}.tmp"

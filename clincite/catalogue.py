@@ -100,8 +100,10 @@ class Catalogue:
     def source_with_hash(self, file_hash: str, other_than: str) -> str | None:
         """A document (other than `other_than`) whose file has exactly this content hash."""
         with self._lock:
-            row = self._db.execute("SELECT source FROM documents WHERE file_hash=? AND source<>? ORDER BY source "
-                                   "LIMIT 1", (file_hash, other_than)).fetchone()
+            row = self._db.execute(
+                "SELECT source FROM documents WHERE file_hash=? AND source<>? ORDER BY source LIMIT 1",
+                (file_hash, other_than),
+            ).fetchone()
         return row[0] if row else None
 
     def chunk_ids(self, source: str | None = None) -> list[str]:
@@ -109,9 +111,7 @@ class Catalogue:
             if source is None:
                 rows = self._db.execute("SELECT id FROM chunks ORDER BY source, position").fetchall()
             else:
-                rows = self._db.execute(
-                    "SELECT id FROM chunks WHERE source=? ORDER BY position", (source,)
-                ).fetchall()
+                rows = self._db.execute("SELECT id FROM chunks WHERE source=? ORDER BY position", (source,)).fetchall()
         return [r[0] for r in rows]
 
     def get_chunks(self, ids: list[str]) -> dict[str, Chunk]:
@@ -136,8 +136,9 @@ class Catalogue:
         last = 0
         while True:
             with self._lock:
-                rows = self._db.execute(f"SELECT rowid, {CHUNK_COLUMNS} FROM chunks WHERE rowid > ? ORDER BY rowid "
-                                        f"LIMIT ?", (last, batch)).fetchall()
+                rows = self._db.execute(
+                    f"SELECT rowid, {CHUNK_COLUMNS} FROM chunks WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, batch)
+                ).fetchall()
             if not rows:
                 return
             last = rows[-1][0]
@@ -146,8 +147,9 @@ class Catalogue:
 
     def chunks_of(self, source: str) -> list[Chunk]:
         with self._lock:
-            rows = self._db.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE source=? ORDER BY position",
-                                    (source,)).fetchall()
+            rows = self._db.execute(
+                f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE source=? ORDER BY position", (source,)
+            ).fetchall()
         return [_row_to_chunk(r) for r in rows]
 
     # --- writes (each one transaction, each one version bump) ---
@@ -160,14 +162,32 @@ class Catalogue:
                 db.execute("DELETE FROM chunks WHERE source=?", (record.source,))
                 db.execute(
                     "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?)",
-                    (record.source, record.path, record.title, record.file_hash, record.chunk_count,
-                     record.ingested_at),
+                    (
+                        record.source,
+                        record.path,
+                        record.title,
+                        record.file_hash,
+                        record.chunk_count,
+                        record.ingested_at,
+                    ),
                 )
                 db.executemany(
                     f"INSERT INTO chunks ({CHUNK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    [(c.id, c.source, c.title, json.dumps(c.heading_path, ensure_ascii=False), c.position,
-                      c.start, c.end, c.text, c.content_hash, json.dumps(c.pages) if c.pages else None)
-                     for c in chunks],
+                    [
+                        (
+                            c.id,
+                            c.source,
+                            c.title,
+                            json.dumps(c.heading_path, ensure_ascii=False),
+                            c.position,
+                            c.start,
+                            c.end,
+                            c.text,
+                            c.content_hash,
+                            json.dumps(c.pages) if c.pages else None,
+                        )
+                        for c in chunks
+                    ],
                 )
                 self._bump_version()
                 db.execute("COMMIT")
@@ -198,7 +218,15 @@ class Catalogue:
 def _row_to_chunk(row: tuple[Any, ...]) -> Chunk:
     cid, source, title, heading_path, position, start, end, text, chash, pages = row
     remember_title(source, title)
-    return Chunk(id=cid, source=source, title=title, heading_path=json.loads(heading_path), position=position,
-                 start=start, end=end, text=text, content_hash=chash, pages=json.loads(pages) if pages else None)
-
-
+    return Chunk(
+        id=cid,
+        source=source,
+        title=title,
+        heading_path=json.loads(heading_path),
+        position=position,
+        start=start,
+        end=end,
+        text=text,
+        content_hash=chash,
+        pages=json.loads(pages) if pages else None,
+    )

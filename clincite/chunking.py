@@ -50,7 +50,7 @@ def split_sentences(text: str, start: int, end: int, max_chars: int) -> list[Spa
         spans.extend(_cut_long(text, sentence_start, para_end, max_chars))
         if spans:
             spans[-1].paragraph_end = True
-    return [s for s in spans if text[s.start:s.end].strip()]
+    return [s for s in spans if text[s.start : s.end].strip()]
 
 
 def _paragraphs(text: str, start: int, end: int):
@@ -72,7 +72,7 @@ def _cut_long(text: str, start: int, end: int, max_chars: int) -> list[Span]:
         return []
     spans = []
     while end - start > max_chars:
-        window = text[start:start + max_chars]
+        window = text[start : start + max_chars]
         cut = max(window.rfind(c) for c in CLAUSE_END)
         cut = start + cut + 1 if cut > max_chars // 3 else start + max_chars
         spans.append(Span(start, cut))
@@ -98,16 +98,23 @@ def document_spans(document: LoadedDocument, max_chars: int, max_heading_chars: 
                     span.section, span.path = index, path
                     spans.append(span)
             else:
-                spans.append(Span(section.heading_start, line_end, paragraph_end=True, heading=True,
-                                  section=index, path=path))
+                spans.append(
+                    Span(section.heading_start, line_end, paragraph_end=True, heading=True, section=index, path=path)
+                )
         for span in split_sentences(document.text, section.start, section.end, max_chars):
             span.section, span.path = index, path
             spans.append(span)
     return spans
 
 
-def chunk_document(document: LoadedDocument, source: str, min_chars: int = 300, max_chars: int = 500,
-                   max_heading_chars: int | None = None, max_chunks: int | None = None) -> list[Chunk]:
+def chunk_document(
+    document: LoadedDocument,
+    source: str,
+    min_chars: int = 300,
+    max_chars: int = 500,
+    max_heading_chars: int | None = None,
+    max_chunks: int | None = None,
+) -> list[Chunk]:
     """Pack sentences into chunks of ~min..max characters with one sentence of overlap.
 
     A chunk ends at a paragraph end once it has min_chars. It crosses into the next subsection (taking that heading
@@ -117,8 +124,10 @@ def chunk_document(document: LoadedDocument, source: str, min_chars: int = 300, 
     spans = document_spans(document, max_chars, max_heading_chars)
     groups = _pack(spans, min_chars, max_chars)
     if max_chunks is not None and len(groups) > max_chunks:
-        raise TooManyChunks(f"切分后有 {len(groups)} 个片段，超过上限 {max_chunks}"
-                            f"（INGEST_MAX_CHUNKS_PER_DOCUMENT），文件过大，已跳过 (too many chunks)")
+        raise TooManyChunks(
+            f"切分后有 {len(groups)} 个片段，超过上限 {max_chunks}"
+            f"（INGEST_MAX_CHUNKS_PER_DOCUMENT），文件过大，已跳过 (too many chunks)"
+        )
     chunks: list[Chunk] = []
     occurrences: Counter[str] = Counter()
     for first, last in groups:
@@ -126,11 +135,20 @@ def chunk_document(document: LoadedDocument, source: str, min_chars: int = 300, 
         text = document.text[start:end]
         text_hash = content_hash(text)
         occurrences[text_hash] += 1
-        chunks.append(Chunk(
-            id=chunk_id(source, text_hash, occurrences[text_hash]), source=source, title=document.title,
-            heading_path=list(_common_prefix([s.path for s in spans[first:last + 1]])), position=len(chunks),
-            start=start, end=end, text=text, content_hash=text_hash, pages=_pages(document, start, end),
-        ))
+        chunks.append(
+            Chunk(
+                id=chunk_id(source, text_hash, occurrences[text_hash]),
+                source=source,
+                title=document.title,
+                heading_path=list(_common_prefix([s.path for s in spans[first : last + 1]])),
+                position=len(chunks),
+                start=start,
+                end=end,
+                text=text,
+                content_hash=text_hash,
+                pages=_pages(document, start, end),
+            )
+        )
     return chunks
 
 
@@ -167,8 +185,13 @@ def _pack(spans: list[Span], min_chars: int, max_chars: int) -> list[tuple[int, 
         if last + 1 >= n:
             break
         nxt = spans[last + 1]
-        overlap_ok = (last > first and not spans[last].heading and not nxt.heading and nxt.section == spans[last].section
-                      and (spans[last].end - spans[last].start) <= max_chars // 3)
+        overlap_ok = (
+            last > first
+            and not spans[last].heading
+            and not nxt.heading
+            and nxt.section == spans[last].section
+            and (spans[last].end - spans[last].start) <= max_chars // 3
+        )
         first = last if overlap_ok else last + 1
     return groups
 

@@ -17,7 +17,8 @@ def check_citations(answer: str, catalogue: Catalogue) -> list[Citation]:
     named = {strip_source_name(c.source) for c in citations}
     chunks: dict[str, list[Chunk]] = {
         source: catalogue.chunks_of(source)
-        for source, record in catalogue.documents().items() if source_names(source, record.title) & named
+        for source, record in catalogue.documents().items()
+        if source_names(source, record.title) & named
     }
     return verify_citations(citations, chunks)
 

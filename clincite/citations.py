@@ -26,8 +26,24 @@ _QUOTE = re.compile(r"原文\s*[：:]\s*[“\"「『](.+)[”\"」』]", re.S)
 _QUOTE_FALLBACK = re.compile(r"[“「『](.+?)[”」』]", re.S)
 _MARKUP = re.compile(r"[*_`#>\s]")
 # Characters that differ between full- and half-width forms or between quote styles, mapped to one form.
-_EQUIVALENT = str.maketrans({"“": '"', "”": '"', "‘": "'", "’": "'", "「": '"', "」": '"', "『": '"', "』": '"',
-                             "。": ".", "、": ",", "〜": "~", "—": "-", "–": "-", "－": "-"})
+_EQUIVALENT = str.maketrans(
+    {
+        "“": '"',
+        "”": '"',
+        "‘": "'",
+        "’": "'",
+        "「": '"',
+        "」": '"',
+        "『": '"',
+        "』": '"',
+        "。": ".",
+        "、": ",",
+        "〜": "~",
+        "—": "-",
+        "–": "-",
+        "－": "-",
+    }
+)
 
 
 def normalise(text: str) -> str:
@@ -42,14 +58,21 @@ def parse_citations(answer: str) -> list[Citation]:
     citations: list[Citation] = []
     for index, match in enumerate(items):
         block_end = items[index + 1].start() if index + 1 < len(items) else len(answer)
-        block = answer[match.end():block_end]
+        block = answer[match.end() : block_end]
         source = _SOURCE.search(block)
         quote = _QUOTE.search(block) or _QUOTE_FALLBACK.search(block)
         if not source or not quote:
             continue
-        quote_text = quote.group(1).strip().splitlines()[0].rstrip("”\"」』").strip()
-        citations.append(Citation(number=int(match.group(1)), title=match.group(2).strip(),
-                                  source=source.group(1).strip(), quote=quote_text, verified=False))
+        quote_text = quote.group(1).strip().splitlines()[0].rstrip('”"」』').strip()
+        citations.append(
+            Citation(
+                number=int(match.group(1)),
+                title=match.group(2).strip(),
+                source=source.group(1).strip(),
+                quote=quote_text,
+                verified=False,
+            )
+        )
     return citations
 
 
@@ -71,17 +94,24 @@ def find_quote(quote: str, chunks: list[Chunk]) -> Chunk | None:
 
 def verify_citations(citations: list[Citation], chunks_by_source: dict[str, list[Chunk]]) -> list[Citation]:
     """Mark each citation verified when its quote is found in a chunk of the source it names."""
-    by_name = {name: chunks for source, chunks in chunks_by_source.items()
-               for name in source_names(source, chunks[0].title if chunks else None)}
+    by_name = {
+        name: chunks
+        for source, chunks in chunks_by_source.items()
+        for name in source_names(source, chunks[0].title if chunks else None)
+    }
     checked = []
     for citation in citations:
         chunk = find_quote(citation.quote, by_name.get(strip_source_name(citation.source), []))
-        checked.append(citation.model_copy(update={
-            "verified": chunk is not None,
-            "chunk_id": chunk.id if chunk else None,
-            "heading_path": chunk.heading_path if chunk else [],
-            "pages": chunk.pages if chunk else None,
-        }))
+        checked.append(
+            citation.model_copy(
+                update={
+                    "verified": chunk is not None,
+                    "chunk_id": chunk.id if chunk else None,
+                    "heading_path": chunk.heading_path if chunk else [],
+                    "pages": chunk.pages if chunk else None,
+                }
+            )
+        )
     return checked
 
 
@@ -111,7 +141,7 @@ def snap_to_chunk(extract: str, chunk: Chunk, min_overlap: float = 0.6) -> str |
 
 def _bigrams(text: str) -> set[str]:
     text = normalise(text)
-    return {text[i:i + 2] for i in range(len(text) - 1)}
+    return {text[i : i + 2] for i in range(len(text) - 1)}
 
 
 UNVERIFIED_LABEL = "原文（⚠️ 未能在来源中逐字核验）："
@@ -127,8 +157,8 @@ def mark_unverified(answer: str, citations: list[Citation]) -> str:
     for index, match in enumerate(items):
         end = items[index + 1].start() if index + 1 < len(items) else len(answer)
         if int(match.group(1)) in unverified:
-            block = answer[match.start():end]
-            parts.append(answer[last:match.start()])
+            block = answer[match.start() : end]
+            parts.append(answer[last : match.start()])
             parts.append(re.sub(r"原文\s*[：:]", UNVERIFIED_LABEL, block, count=1))
             last = end
     parts.append(answer[last:])

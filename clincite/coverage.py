@@ -20,8 +20,9 @@ CLOSEST_DOCUMENTS = 3
 GAP_NAME_CHARS = 16
 
 
-def evidence_gaps(analyses: list[SubQueryAnalysis], verdict: SufficiencyVerdict | None,
-                  stage2_ran: bool = False) -> list[str]:
+def evidence_gaps(
+    analyses: list[SubQueryAnalysis], verdict: SufficiencyVerdict | None, stage2_ran: bool = False
+) -> list[str]:
     """Aspects asked (sub-queries, the verdict's missing aspects after stage 2) that no evidence answers."""
     found = [a for a in analyses if a.extracts]
     if not found:
@@ -49,7 +50,7 @@ def evidence_gaps(analyses: list[SubQueryAnalysis], verdict: SufficiencyVerdict 
 
 
 def _aims_at(aspect: str, text: str) -> bool:
-    pairs = {aspect[i:i + 2] for i in range(len(aspect) - 1)} or {aspect}
+    pairs = {aspect[i : i + 2] for i in range(len(aspect) - 1)} or {aspect}
     return sum(p in text for p in pairs) >= len(pairs) / 2
 
 
@@ -75,9 +76,14 @@ def abstention_report(question: str, searched: list[str], closest: list[str], no
     label = f"> {notice}\n\n" if notice else ""
     queries = "；".join(f"“{q}”" for q in dict.fromkeys(searched) if q) or f"“{subject_of(question)}”"
     documents = "、".join(f"《{display_source(s)}》" for s in closest[:CLOSEST_DOCUMENTS])
-    nearest = (f"检索到的最接近的文档是{documents}，但其中没有与所问内容相符的段落，因此不引用它们作为依据。"
-               if documents else "知识库中没有检索到任何相近的段落。")
-    return (f"{label}**TL;DR：** {ABSTAIN_TLDR.format(subject=subject_of(question))}\n\n"
-            f"### 完整结论\n已按{queries}检索知识库。{nearest}"
-            "请补充相关指南后再问，或换一种问法；在此之前请勿把本回答当作临床依据。\n\n"
-            "### 论据与来源\n无\n")
+    nearest = (
+        f"检索到的最接近的文档是{documents}，但其中没有与所问内容相符的段落，因此不引用它们作为依据。"
+        if documents
+        else "知识库中没有检索到任何相近的段落。"
+    )
+    return (
+        f"{label}**TL;DR：** {ABSTAIN_TLDR.format(subject=subject_of(question))}\n\n"
+        f"### 完整结论\n已按{queries}检索知识库。{nearest}"
+        "请补充相关指南后再问，或换一种问法；在此之前请勿把本回答当作临床依据。\n\n"
+        "### 论据与来源\n无\n"
+    )

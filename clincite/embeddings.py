@@ -20,10 +20,17 @@ QUERY_CACHE_SIZE = 2048
 BGE_ZH_QUERY_INSTRUCTION = "为这个句子生成表示以用于检索相关文章："
 E5_PROMPTS = ("query: ", "passage: ")
 # Questions no clinical guideline answers: what this model scores them against a KB is its noise level there.
-OFF_TOPIC_PROBES = ["今天天气怎么样", "红烧肉怎么做", "推荐一部好看的电影", "股票怎么买", "足球比赛几点开始",
-                    "What is the weather like today?", "如何办理护照", "周末去哪里旅游比较好"]
+OFF_TOPIC_PROBES = [
+    "今天天气怎么样",
+    "红烧肉怎么做",
+    "推荐一部好看的电影",
+    "股票怎么买",
+    "足球比赛几点开始",
+    "What is the weather like today?",
+    "如何办理护照",
+    "周末去哪里旅游比较好",
+]
 NOISE_MARGIN = 0.02  # a semantic hit must beat the best off-topic probe by this much
-
 
 
 class EmbeddingUnavailable(RuntimeError):
@@ -34,7 +41,7 @@ def embedding_fix_message(model: str, error: BaseException) -> str:
     """What a clinic's IT person needs to read (in Chinese); the English details go to the log."""
     return (
         f"语义检索不可用：无法加载向量模型 “{model}”（{type(error).__name__}: {error}），当前仅使用 BM25 关键词检索。"
-        f"修复方法：在能联网的电脑上运行 `python -c \"from sentence_transformers import SentenceTransformer as S; "
+        f'修复方法：在能联网的电脑上运行 `python -c "from sentence_transformers import SentenceTransformer as S; '
         f"S('{model}').save('bge-small-zh')\"`，把生成的 bge-small-zh 文件夹拷到本机，在 .env 中设置 "
         f"EMBEDDING_MODEL=该文件夹的绝对路径，然后运行 `python ingest.py 文档目录/` 补建向量。"
     )
@@ -71,9 +78,13 @@ class Embedder:
                 self.query_prompt, self.document_prompt = model_prompts(self._model, self.model_name)
             except Exception as exc:  # any load failure (no network, bad path, corrupt files) → BM25-only
                 self._error = EmbeddingUnavailable(embedding_fix_message(self.model_name, exc))
-                log.warning("Embedding model %r unavailable (%s: %s); search is BM25-only. Download it on a machine "
-                            "with internet, copy the folder here and point EMBEDDING_MODEL at it.",
-                            self.model_name, type(exc).__name__, exc)
+                log.warning(
+                    "Embedding model %r unavailable (%s: %s); search is BM25-only. Download it on a machine "
+                    "with internet, copy the folder here and point EMBEDDING_MODEL at it.",
+                    self.model_name,
+                    type(exc).__name__,
+                    exc,
+                )
                 raise self._error from exc
             return self._model
 
@@ -96,8 +107,11 @@ class Embedder:
             SentenceTransformer,  # ~8 s import: only here, only once
         )
 
-        return SentenceTransformer(str(local) if looks_like_path else self.model_name, device=self.device,
-                                   local_files_only=looks_like_path or cached or _offline_hub())
+        return SentenceTransformer(
+            str(local) if looks_like_path else self.model_name,
+            device=self.device,
+            local_files_only=looks_like_path or cached or _offline_hub(),
+        )
 
     def available(self) -> bool:
         try:
@@ -108,8 +122,14 @@ class Embedder:
 
     def encode_documents(self, texts: list[str]) -> np.ndarray:
         model = self.load()
-        return model.encode(texts, prompt=self.document_prompt or None, batch_size=self.batch_size,
-                            normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        return model.encode(
+            texts,
+            prompt=self.document_prompt or None,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
 
     def encode_queries(self, queries: list[str]) -> np.ndarray:
         """One batched call for all queries not in the cache."""
@@ -118,8 +138,14 @@ class Embedder:
         missing = list(dict.fromkeys(q for q in queries if q not in known))
         if missing:
             model = self.load()
-            vectors = model.encode(missing, prompt=self.query_prompt or None, batch_size=self.batch_size,
-                                   normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+            vectors = model.encode(
+                missing,
+                prompt=self.query_prompt or None,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
             known.update(zip(missing, vectors))
         with self._cache_lock:
             for q in queries:
@@ -163,7 +189,7 @@ class _HashedNgrams:
             text = "".join(text.lower().split())
             for n in self.NGRAMS:
                 for i in range(len(text) - n + 1):
-                    digest = hashlib.blake2b(text[i:i + n].encode("utf-8"), digest_size=8).digest()
+                    digest = hashlib.blake2b(text[i : i + n].encode("utf-8"), digest_size=8).digest()
                     value = int.from_bytes(digest, "little")
                     vectors[row, value % self.dim] += 1.0 if value >> 63 else -1.0
             norm = float(np.linalg.norm(vectors[row]))
@@ -234,7 +260,7 @@ def get_embedder(settings: Settings) -> Embedder:
         if key not in _EMBEDDERS and settings.embedding_model == HashingEmbedder.NAME:
             _EMBEDDERS[key] = HashingEmbedder(batch_size=settings.embedding_batch_size)
         if key not in _EMBEDDERS:
-            _EMBEDDERS[key] = Embedder(settings.embedding_model, settings.embedding_device,
-                                       settings.embedding_batch_size)
+            _EMBEDDERS[key] = Embedder(
+                settings.embedding_model, settings.embedding_device, settings.embedding_batch_size
+            )
         return _EMBEDDERS[key]
-

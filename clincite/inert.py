@@ -50,7 +50,7 @@ def inert_report(markdown: str) -> str:
     """A report (model output that quotes documents) with its own formatting, and no way to fetch or link."""
     parts, last = [], 0
     for match in _QUOTED.finditer(markdown):
-        parts.append(_inert_prose(markdown[last:match.start()]))
+        parts.append(_inert_prose(markdown[last : match.start()]))
         parts.append(inert_text(match.group()))
         last = match.end()
     parts.append(_inert_prose(markdown[last:]))

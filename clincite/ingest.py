@@ -131,8 +131,9 @@ class Ingestor:
         self.vectors_added = 0
         self.vector_error: str | None = None  # the vector store failed during this run (English, for the log)
 
-    def run(self, paths: list[Path], prune: bool = False, on_result=None, force: bool = False,
-            dry_run: bool = False) -> IngestReport:
+    def run(
+        self, paths: list[Path], prune: bool = False, on_result=None, force: bool = False, dry_run: bool = False
+    ) -> IngestReport:
         """Ingest `paths` under the KB's writer lock (raises IngestBusy when another ingest holds it)."""
         lock = self.kb.writer_lock(self.settings.ingest_lock_timeout)
         try:
@@ -151,8 +152,11 @@ class Ingestor:
                 result = self._ingest_file(candidate, known, seen, roots)
             except Exception as exc:  # whatever a file does, the run goes on
                 log.exception("Unexpected error ingesting %s", display_name(str(candidate.path)))
-                result = FileResult(display_name(candidate.source), "skipped",
-                                    f"导入时出错，已跳过 ({type(exc).__name__}: {display_name(str(exc))})")
+                result = FileResult(
+                    display_name(candidate.source),
+                    "skipped",
+                    f"导入时出错，已跳过 ({type(exc).__name__}: {display_name(str(exc))})",
+                )
             changed |= result.status in ("added", "updated")
             report.results.append(result)
             emit(result)
@@ -163,24 +167,38 @@ class Ingestor:
         report.vectors_added = self.vectors_added
         report.embedding_warning = str(self.embedder.error) if self.embedder.error else None
         if self.vector_error:
-            report.embedding_warning = (f"向量库不可用（{self.vector_error}），本次文档只进入了关键词索引；"
-                                        f"向量库恢复后再运行一次 ingest 即可补建向量。")
+            report.embedding_warning = (
+                f"向量库不可用（{self.vector_error}），本次文档只进入了关键词索引；"
+                f"向量库恢复后再运行一次 ingest 即可补建向量。"
+            )
         report.kb_version = self.kb.catalogue.version
         return report
 
-    def _prune(self, paths: list[Path], known: dict[str, DocumentRecord], seen: dict[str, Path], force: bool,
-               dry_run: bool, report: IngestReport, emit) -> bool:
+    def _prune(
+        self,
+        paths: list[Path],
+        known: dict[str, DocumentRecord],
+        seen: dict[str, Path],
+        force: bool,
+        dry_run: bool,
+        report: IngestReport,
+        emit,
+    ) -> bool:
         """Remove documents whose files are gone — unless that looks like a missing share rather than deletions."""
         gone = [source for source, record in known.items() if source not in seen and not Path(record.path).exists()]
         missing_roots = [display_name(str(p)) for p in paths if not p.exists()]
         limit = self.settings.ingest_prune_max_fraction
         if missing_roots:
-            report.prune_refused = (f"拒绝删除：所给路径不存在（{'、'.join(missing_roots)}），可能是共享盘未挂载；"
-                                    f"{len(gone)} 个文档保持不变")
+            report.prune_refused = (
+                f"拒绝删除：所给路径不存在（{'、'.join(missing_roots)}），可能是共享盘未挂载；"
+                f"{len(gone)} 个文档保持不变"
+            )
         elif gone and len(gone) > limit * len(known) and not force:
-            report.prune_refused = (f"拒绝删除：将删除 {len(gone)}/{len(known)} 个文档，超过 {limit:.0%}"
-                                    f"（INGEST_PRUNE_MAX_FRACTION），可能是文件夹未挂载或路径有误；"
-                                    f"确认无误请加 --force")
+            report.prune_refused = (
+                f"拒绝删除：将删除 {len(gone)}/{len(known)} 个文档，超过 {limit:.0%}"
+                f"（INGEST_PRUNE_MAX_FRACTION），可能是文件夹未挂载或路径有误；"
+                f"确认无误请加 --force"
+            )
         if report.prune_refused:
             log.warning("Prune refused: %s", report.prune_refused)
             return False
@@ -195,22 +213,27 @@ class Ingestor:
             emit(result)
         return bool(gone) and not dry_run
 
-    def _ingest_file(self, candidate: Candidate, known: dict[str, DocumentRecord], seen: dict[str, Path],
-                     roots: list[Path]) -> FileResult:
+    def _ingest_file(
+        self, candidate: Candidate, known: dict[str, DocumentRecord], seen: dict[str, Path], roots: list[Path]
+    ) -> FileResult:
         path, source = candidate.path, candidate.source
         shown = display_name(source)
         if candidate.problem:
             return FileResult(shown, "skipped", candidate.problem)
         if shown != source:
-            return FileResult(shown, "skipped",
-                              "文件名不是有效的 UTF-8 编码，无法作为引用名称，请重命名 (invalid file name)")
+            return FileResult(
+                shown, "skipped", "文件名不是有效的 UTF-8 编码，无法作为引用名称，请重命名 (invalid file name)"
+            )
         if candidate.root is not None and path.is_symlink():
             return FileResult(shown, "skipped", _symlink_reason(path, roots))
         if source in seen:
             if seen[source].resolve() == path.resolve():
                 return FileResult(shown, "skipped", "本次运行中已处理过（同一文件被重复给出） (given twice)")
-            return FileResult(shown, "skipped", f"与 {display_name(str(seen[source]))} 同名：引用时无法区分，请重命名 "
-                                                f"(duplicate name)")
+            return FileResult(
+                shown,
+                "skipped",
+                f"与 {display_name(str(seen[source]))} 同名：引用时无法区分，请重命名 (duplicate name)",
+            )
         seen[source] = path
         previous = known.get(source)
         try:
@@ -219,28 +242,47 @@ class Ingestor:
             if previous and previous.file_hash == digest:
                 return FileResult(shown, "unchanged", chunks=previous.chunk_count)
             if previous and previous.path != str(resolved) and Path(previous.path).exists():
-                return FileResult(shown, "skipped", f"知识库中已有同名文档（来自 {display_name(previous.path)}），"
-                                                    f"两个不同文件不能共用一个名称：请重命名，或从各自所在的文件夹导入 "
-                                                    f"(identity taken by another file)")
+                return FileResult(
+                    shown,
+                    "skipped",
+                    f"知识库中已有同名文档（来自 {display_name(previous.path)}），"
+                    f"两个不同文件不能共用一个名称：请重命名，或从各自所在的文件夹导入 "
+                    f"(identity taken by another file)",
+                )
             duplicate = self.kb.catalogue.source_with_hash(digest, other_than=source)
             if duplicate:
-                return FileResult(shown, "skipped", f"与已入库的《{duplicate}》内容完全相同，作为重复文件跳过 "
-                                                    f"(duplicate of {duplicate})")
+                return FileResult(
+                    shown,
+                    "skipped",
+                    f"与已入库的《{duplicate}》内容完全相同，作为重复文件跳过 (duplicate of {duplicate})",
+                )
             self._check_content(path.suffix.lower(), data)
             document = self._load_snapshot(Path(source).name, data)
             del data
             self._check_text_size(document.text)
             cfg = self.settings
-            chunks = chunk_document(document, source, cfg.chunk_min_chars, cfg.chunk_max_chars,
-                                    cfg.ingest_max_heading_chars, cfg.ingest_max_chunks_per_document)
+            chunks = chunk_document(
+                document,
+                source,
+                cfg.chunk_min_chars,
+                cfg.chunk_max_chars,
+                cfg.ingest_max_heading_chars,
+                cfg.ingest_max_chunks_per_document,
+            )
             if not chunks:
                 raise SkipFile("文件中没有正文文字 (no text)")
             old_ids = set(self.kb.catalogue.chunk_ids(source)) if previous else set()
             self._add_vectors([c for c in chunks if c.id not in old_ids])  # 1. new vectors
-            record = DocumentRecord(source=source, path=str(resolved), title=document.title,
-                                    file_hash=digest, chunk_count=len(chunks), ingested_at=now())
-            self.kb.catalogue.replace_document(record, chunks)                # 2. commit point
-            self._remove_vectors(sorted(old_ids - {c.id for c in chunks}))    # 3. old vectors
+            record = DocumentRecord(
+                source=source,
+                path=str(resolved),
+                title=document.title,
+                file_hash=digest,
+                chunk_count=len(chunks),
+                ingested_at=now(),
+            )
+            self.kb.catalogue.replace_document(record, chunks)  # 2. commit point
+            self._remove_vectors(sorted(old_ids - {c.id for c in chunks}))  # 3. old vectors
         except SkipFile as exc:
             return FileResult(shown, "skipped", str(exc))
         except OSError as exc:
@@ -297,23 +339,30 @@ class Ingestor:
         except (zipfile.BadZipFile, ValueError, OSError) as exc:
             raise SkipFile(f"DOCX 文件损坏或不是 Word 文档 ({type(exc).__name__}: {exc})") from exc
         if len(members) > ZIP_MAX_MEMBERS:
-            raise SkipFile(f"DOCX 压缩包内有 {len(members)} 个文件，超过上限 {ZIP_MAX_MEMBERS}，"
-                           f"疑似恶意文件 (zip bomb)")
+            raise SkipFile(
+                f"DOCX 压缩包内有 {len(members)} 个文件，超过上限 {ZIP_MAX_MEMBERS}，疑似恶意文件 (zip bomb)"
+            )
         total = sum(m.file_size for m in members)
         if total > self.settings.ingest_max_unzipped_mb * MB:
-            raise SkipFile(f"DOCX 解压后共 {total / MB:.0f} MB，超过上限 {self.settings.ingest_max_unzipped_mb:g} MB"
-                           f"（INGEST_MAX_UNZIPPED_MB），疑似 zip 炸弹 (zip bomb)")
+            raise SkipFile(
+                f"DOCX 解压后共 {total / MB:.0f} MB，超过上限 {self.settings.ingest_max_unzipped_mb:g} MB"
+                f"（INGEST_MAX_UNZIPPED_MB），疑似 zip 炸弹 (zip bomb)"
+            )
         for member in members:
             ratio = member.file_size / max(member.compress_size, 1)
             if member.file_size > ZIP_RATIO_MIN_SIZE and ratio > self.settings.ingest_max_zip_ratio:
-                raise SkipFile(f"DOCX 中 {member.filename} 的压缩比为 {ratio:.0f}:1，超过上限 "
-                               f"{self.settings.ingest_max_zip_ratio:g}:1（INGEST_MAX_ZIP_RATIO），疑似 zip 炸弹 "
-                               f"(zip bomb)")
+                raise SkipFile(
+                    f"DOCX 中 {member.filename} 的压缩比为 {ratio:.0f}:1，超过上限 "
+                    f"{self.settings.ingest_max_zip_ratio:g}:1（INGEST_MAX_ZIP_RATIO），疑似 zip 炸弹 "
+                    f"(zip bomb)"
+                )
         xml = sum(m.file_size for m in members if m.filename.lower().endswith((".xml", ".rels")))
         if xml > self.settings.ingest_max_docx_xml_mb * MB:
-            raise SkipFile(f"DOCX 中的 XML 解压后共 {xml / MB:.0f} MB，超过上限 "
-                           f"{self.settings.ingest_max_docx_xml_mb:g} MB（INGEST_MAX_DOCX_XML_MB），正文过大，已跳过 "
-                           f"(document XML too large)")
+            raise SkipFile(
+                f"DOCX 中的 XML 解压后共 {xml / MB:.0f} MB，超过上限 "
+                f"{self.settings.ingest_max_docx_xml_mb:g} MB（INGEST_MAX_DOCX_XML_MB），正文过大，已跳过 "
+                f"(document XML too large)"
+            )
         if not any(m.filename == "word/document.xml" for m in members):
             raise SkipFile("DOCX 文件损坏或不是 Word 文档：缺少 word/document.xml (not a Word document)")
 
@@ -332,8 +381,10 @@ class Ingestor:
         limit = self.settings.ingest_max_chunks_per_document
         if letters > limit * self.settings.chunk_max_chars:
             needed = letters // self.settings.chunk_max_chars
-            raise SkipFile(f"正文至少 {letters} 字，至少需要 {needed} 个片段，超过上限 {limit}"
-                           f"（INGEST_MAX_CHUNKS_PER_DOCUMENT），文件过大，已跳过 (too many chunks)")
+            raise SkipFile(
+                f"正文至少 {letters} 字，至少需要 {needed} 个片段，超过上限 {limit}"
+                f"（INGEST_MAX_CHUNKS_PER_DOCUMENT），文件过大，已跳过 (too many chunks)"
+            )
 
     # --- indexes ---
     def _ensure_bm25(self, force: bool) -> None:
@@ -347,8 +398,9 @@ class Ingestor:
     # document, the run says so, and the next run's _sync_vectors adds the missing vectors and drops stale ones.
     def _vector_store_failed(self, exc: Exception) -> None:
         if self.vector_error is None:
-            log.error("Vector store unavailable during ingest (%s: %s): documents go in BM25-only", type(exc).__name__,
-                      exc)
+            log.error(
+                "Vector store unavailable during ingest (%s: %s): documents go in BM25-only", type(exc).__name__, exc
+            )
         self.vector_error = f"{type(exc).__name__}: {exc}"
 
     def _add_vectors(self, chunks: list[Chunk]) -> int:
@@ -359,7 +411,7 @@ class Ingestor:
             existing = store.existing_ids([c.id for c in chunks])
             todo = [c for c in chunks if c.id not in existing]
             for start in range(0, len(todo), VECTOR_BATCH):
-                batch = todo[start:start + VECTOR_BATCH]
+                batch = todo[start : start + VECTOR_BATCH]
                 vectors = self.embedder.encode_documents([c.index_text for c in batch])
                 store.add([c.id for c in batch], vectors.tolist(), [c.source for c in batch])
                 self.vectors_added += len(batch)
@@ -401,8 +453,13 @@ class Ingestor:
 def _require_regular(mode: int) -> None:
     if stat.S_ISREG(mode):
         return
-    kinds = [(stat.S_ISDIR, "文件夹"), (stat.S_ISFIFO, "命名管道 (FIFO)"), (stat.S_ISSOCK, "套接字 (socket)"),
-             (stat.S_ISCHR, "字符设备"), (stat.S_ISBLK, "块设备")]
+    kinds = [
+        (stat.S_ISDIR, "文件夹"),
+        (stat.S_ISFIFO, "命名管道 (FIFO)"),
+        (stat.S_ISSOCK, "套接字 (socket)"),
+        (stat.S_ISCHR, "字符设备"),
+        (stat.S_ISBLK, "块设备"),
+    ]
     kind = next((label for test, label in kinds if test(mode)), "特殊文件")
     raise SkipFile(f"不是普通文件（{kind}），未读取 (not a regular file)")
 
@@ -440,5 +497,3 @@ def format_summary(report: IngestReport) -> str:
         f"跳过 {report.count('skipped')}，删除 {report.count('removed')}；新向量 {report.vectors_added} 个；"
         f"知识库版本 {report.kb_version}"
     )
-
-

@@ -14,4 +14,3 @@ def quiet_libraries() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     for name in ("bm25s", "chromadb", "httpx", "sentence_transformers", "transformers"):
         logging.getLogger(name).setLevel(logging.WARNING)
-

@@ -69,8 +69,10 @@ async def apply_async(connection, migrations: Migrations) -> int:
         if step.__name__ in applied:
             continue
         await step(connection)
-        await connection.execute(text(f"INSERT INTO {TABLE} (name, applied_at) VALUES (:name, :at)"),
-                                 {"name": step.__name__, "at": time.time()})
+        await connection.execute(
+            text(f"INSERT INTO {TABLE} (name, applied_at) VALUES (:name, :at)"),
+            {"name": step.__name__, "at": time.time()},
+        )
     return len(applied | {s.__name__ for s in migrations.steps})
 
 

@@ -35,11 +35,19 @@ GAPS = "【证据缺口】"  # aspects asked that no evidence covers: the report
 NONE = "（无）"
 
 
-
-
 # --- fencing: document text, history and questions are data; nothing in them may pass for the prompt's own markup ---
-SECTION_MARKERS = (HISTORY, QUESTION, SUB_QUERY, ORIGINAL_QUESTION, FRAGMENTS, ANALYSES, ADDITIONAL_LIMIT,
-                   ANSWER_QUESTION, EVIDENCE, GAPS)
+SECTION_MARKERS = (
+    HISTORY,
+    QUESTION,
+    SUB_QUERY,
+    ORIGINAL_QUESTION,
+    FRAGMENTS,
+    ANALYSES,
+    ADDITIONAL_LIMIT,
+    ANSWER_QUESTION,
+    EVIDENCE,
+    GAPS,
+)
 _SECTION = re.compile("|".join(re.escape(marker) for marker in SECTION_MARKERS))
 _FENCE_TAG = re.compile(r"<(\s*/?\s*片段)")
 _EVIDENCE_TAG = re.compile(r"\[(\s*E\s*\d+\s*)\]", re.IGNORECASE)
@@ -75,8 +83,6 @@ def load_prompt(name: str, prompts_dir: Path = PROMPTS_DIR) -> str:
     return (prompts_dir / PROMPT_FILES[name]).read_text(encoding="utf-8").strip()
 
 
-
-
 def format_history(history: list[ChatTurn]) -> str:
     if not history:
         return NONE
@@ -104,26 +110,34 @@ def judge_prompt(sub_query: SubQuery, question: str, hits: list[Hit]) -> str:
         f'标题="{attribute(" > ".join([h.title, *h.heading_path]))}">\n{fenced(h.text)}\n</片段>'
         for h in hits
     )
-    return (f"{SUB_QUERY}{sub_query_line(sub_query)}\n{ORIGINAL_QUESTION}{one_line(question)}\n"
-            f"{FRAGMENTS}\n{fragments or NONE}")
+    return (
+        f"{SUB_QUERY}{sub_query_line(sub_query)}\n{ORIGINAL_QUESTION}{one_line(question)}\n"
+        f"{FRAGMENTS}\n{fragments or NONE}"
+    )
 
 
 def sufficiency_prompt(question: str, analyses: list[SubQueryAnalysis], max_additional: int) -> str:
     blocks = []
     for analysis in analyses:
-        extracts = "\n".join(f"- 《{one_line(display_source(e.source))}》“{one_line(e.text)}”"
-                             for e in analysis.extracts) or NONE
+        extracts = (
+            "\n".join(f"- 《{one_line(display_source(e.source))}》“{one_line(e.text)}”" for e in analysis.extracts)
+            or NONE
+        )
         blocks.append(
             f"### {sub_query_line(analysis.sub_query)}\n子回答：{one_line(analysis.sub_answer) or NONE}\n"
             f"置信度：{analysis.confidence}\n缺失方面：{one_line('、'.join(analysis.missing)) or '无'}\n"
             f"摘录：\n{extracts}"
         )
-    return (f"{ORIGINAL_QUESTION}{one_line(question)}\n{ANALYSES}\n" + "\n".join(blocks)
-            + f"\n{ADDITIONAL_LIMIT}{max_additional}")
+    return (
+        f"{ORIGINAL_QUESTION}{one_line(question)}\n{ANALYSES}\n"
+        + "\n".join(blocks)
+        + f"\n{ADDITIONAL_LIMIT}{max_additional}"
+    )
 
 
-def answer_prompt(question: str, history: list[ChatTurn], analyses: list[SubQueryAnalysis],
-                  gaps: list[str] | None = None) -> str:
+def answer_prompt(
+    question: str, history: list[ChatTurn], analyses: list[SubQueryAnalysis], gaps: list[str] | None = None
+) -> str:
     lines = []
     seen: set[tuple[str, str]] = set()
     # Sub-queries first, the question itself (q0) last: each aspect's evidence leads, the broad match fills in.
@@ -133,8 +147,13 @@ def answer_prompt(question: str, history: list[ChatTurn], analyses: list[SubQuer
             if key in seen:
                 continue
             seen.add(key)
-            lines.append(f"[E{len(lines) + 1}] 《{one_line(display_source(extract.source))}》“{one_line(extract.text)}”"
-                         f"（子查询：{one_line(analysis.sub_query.text)}）")
-    return (f"{ANSWER_QUESTION}{one_line(question)}\n{HISTORY}{format_history(history)}\n"
-            f"{EVIDENCE}\n" + ("\n".join(lines) or NONE)
-            + (f"\n{GAPS}" + "、".join(one_line(g) for g in gaps) if gaps else ""))
+            lines.append(
+                f"[E{len(lines) + 1}] 《{one_line(display_source(extract.source))}》“{one_line(extract.text)}”"
+                f"（子查询：{one_line(analysis.sub_query.text)}）"
+            )
+    return (
+        f"{ANSWER_QUESTION}{one_line(question)}\n{HISTORY}{format_history(history)}\n"
+        f"{EVIDENCE}\n"
+        + ("\n".join(lines) or NONE)
+        + (f"\n{GAPS}" + "、".join(one_line(g) for g in gaps) if gaps else "")
+    )

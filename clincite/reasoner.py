@@ -37,17 +37,26 @@ class Reasoner(Protocol):
 
     async def open_connection(self) -> None: ...
 
-    def decompose(self, question: str, history: list[ChatTurn], usage: UsageSink,
-                  stream: bool = True) -> AsyncIterator[SubQueryDraft]: ...
+    def decompose(
+        self, question: str, history: list[ChatTurn], usage: UsageSink, stream: bool = True
+    ) -> AsyncIterator[SubQueryDraft]: ...
 
-    async def judge(self, sub_query: SubQuery, question: str, history: list[ChatTurn], hits: list[Hit],
-                    usage: UsageSink) -> JudgeOutput: ...
+    async def judge(
+        self, sub_query: SubQuery, question: str, history: list[ChatTurn], hits: list[Hit], usage: UsageSink
+    ) -> JudgeOutput: ...
 
-    async def sufficiency(self, question: str, analyses: list[SubQueryAnalysis], limit: int,
-                          usage: UsageSink) -> SufficiencyOutput: ...
+    async def sufficiency(
+        self, question: str, analyses: list[SubQueryAnalysis], limit: int, usage: UsageSink
+    ) -> SufficiencyOutput: ...
 
-    def answer(self, question: str, history: list[ChatTurn], analyses: list[SubQueryAnalysis], gaps: list[str],
-               usage: UsageSink) -> AbstractAsyncContextManager[AsyncIterator[str]]:
+    def answer(
+        self,
+        question: str,
+        history: list[ChatTurn],
+        analyses: list[SubQueryAnalysis],
+        gaps: list[str],
+        usage: UsageSink,
+    ) -> AbstractAsyncContextManager[AsyncIterator[str]]:
         """`async with reasoner.answer(…) as deltas: async for delta in deltas` — a context, so that a model's
         stream is entered and left in the caller's task, whatever cancels it."""
         ...
@@ -64,8 +73,9 @@ class LLMReasoner:
     async def open_connection(self) -> None:
         await self.agents.open_connection()
 
-    async def decompose(self, question: str, history: list[ChatTurn], usage: UsageSink,
-                        stream: bool = True) -> AsyncIterator[SubQueryDraft]:
+    async def decompose(
+        self, question: str, history: list[ChatTurn], usage: UsageSink, stream: bool = True
+    ) -> AsyncIterator[SubQueryDraft]:
         agent, prompt = self.agents.decomposition, decomposition_prompt(question, history)
         if stream:  # each sub-query as soon as it is complete: its search and judge start at once
             async for draft in stream_list_items(agent, prompt, "sub_queries", usage):
@@ -76,21 +86,29 @@ class LLMReasoner:
         for draft in result.output.sub_queries:
             yield draft
 
-    async def judge(self, sub_query: SubQuery, question: str, history: list[ChatTurn], hits: list[Hit],
-                    usage: UsageSink) -> JudgeOutput:
+    async def judge(
+        self, sub_query: SubQuery, question: str, history: list[ChatTurn], hits: list[Hit], usage: UsageSink
+    ) -> JudgeOutput:
         result = await self.agents.relevance_judge.run(judge_prompt(sub_query, question, hits))
         usage("relevance_judge", result.usage)
         return result.output
 
-    async def sufficiency(self, question: str, analyses: list[SubQueryAnalysis], limit: int,
-                          usage: UsageSink) -> SufficiencyOutput:
+    async def sufficiency(
+        self, question: str, analyses: list[SubQueryAnalysis], limit: int, usage: UsageSink
+    ) -> SufficiencyOutput:
         result = await self.agents.sufficiency_judge.run(sufficiency_prompt(question, analyses, limit))
         usage("sufficiency_judge", result.usage)
         return result.output
 
     @asynccontextmanager
-    async def answer(self, question: str, history: list[ChatTurn], analyses: list[SubQueryAnalysis],
-                     gaps: list[str], usage: UsageSink) -> AsyncIterator[AsyncIterator[str]]:
+    async def answer(
+        self,
+        question: str,
+        history: list[ChatTurn],
+        analyses: list[SubQueryAnalysis],
+        gaps: list[str],
+        usage: UsageSink,
+    ) -> AsyncIterator[AsyncIterator[str]]:
         agent = self.agents.answer_generation
         async with agent.run_stream(answer_prompt(question, history, analyses, gaps)) as stream:
             deltas = stream.stream_text(delta=True, debounce_by=None)

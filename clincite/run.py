@@ -106,9 +106,18 @@ class QuestionRun:
         timings["ttft"] = round(self.first_token_at if self.first_token_at is not None else self.elapsed(), 3)
         timings["total"] = round(self.elapsed(), 3)
         return QueryResult(
-            question=self.question, mode=mode, sub_queries=self.sub_queries, analyses=self.analyses,
-            sufficiency=self.verdict, stage2_queries=self.stage2_queries, answer=answer, citations=citations,
-            timings=timings, usage=self.usage, degradations=self.degradations,
-            unverified_citations=sum(1 for c in citations if not c.verified), search_mode=search_mode,
+            question=self.question,
+            mode=mode,
+            sub_queries=self.sub_queries,
+            analyses=self.analyses,
+            sufficiency=self.verdict,
+            stage2_queries=self.stage2_queries,
+            answer=answer,
+            citations=citations,
+            timings=timings,
+            usage=self.usage,
+            degradations=self.degradations,
+            unverified_citations=sum(1 for c in citations if not c.verified),
+            search_mode=search_mode,
             coverage=self.coverage,
         )

@@ -49,8 +49,13 @@ class SearchResults(list):
     `failed` maps a retriever ("semantic" or "bm25") to the English reason it contributed nothing.
     """
 
-    def __init__(self, per_query: list[list[Hit]], failed: dict[str, str] | None = None,
-                 notice: str | None = None, component: str | None = None):
+    def __init__(
+        self,
+        per_query: list[list[Hit]],
+        failed: dict[str, str] | None = None,
+        notice: str | None = None,
+        component: str | None = None,
+    ):
         super().__init__(per_query)
         self.failed: dict[str, str] = dict(failed or {})
         self.notice = notice  # Chinese, for the clinician; None when both retrievers ran
@@ -64,8 +69,11 @@ class SearchResults(list):
     def degradation(self) -> Degradation | None:
         if not self.failed or self.component is None:
             return None
-        return Degradation(component=self.component, message=self.notice or "",
-                           error="; ".join(f"{k}: {v}" for k, v in self.failed.items()))
+        return Degradation(
+            component=self.component,
+            message=self.notice or "",
+            error="; ".join(f"{k}: {v}" for k, v in self.failed.items()),
+        )
 
 
 @dataclass
@@ -95,8 +103,13 @@ class HybridSearcher:
         self._vectors_down_until = 0.0
         self._vectors_error: str | None = None
         self._floors: dict[tuple[int, str], float] = {}  # (KB version, model) → calibrated semantic floor
-        self.stats = {"searches": 0, "bm25_only_searches": 0, "vector_store_failures": 0, "kb_reloads": 0,
-                      "kb_reload_failures": 0}
+        self.stats = {
+            "searches": 0,
+            "bm25_only_searches": 0,
+            "vector_store_failures": 0,
+            "kb_reloads": 0,
+            "kb_reload_failures": 0,
+        }
 
     # --- state ---
     @property
@@ -196,8 +209,12 @@ class HybridSearcher:
         with self._view_lock:
             old, self._view = self._view, new
         self.stats["kb_reloads"] += 1
-        log.warning("KB version %s swapped in (was %s) in %.2f s", new.version, old.version if old else None,
-                    time.perf_counter() - started)
+        log.warning(
+            "KB version %s swapped in (was %s) in %.2f s",
+            new.version,
+            old.version if old else None,
+            time.perf_counter() - started,
+        )
         if old is not None and old.vectors is not None:
             timer = threading.Timer(VIEW_CLOSE_DELAY, old.vectors.close)
             timer.daemon = True
@@ -213,8 +230,11 @@ class HybridSearcher:
         if index is None:
             return [[] for _ in queries]
         return [
-            index.top_k(self.tokenizer.tokenize(self.tokenizer.expand_query(q)), self.settings.bm25_top_k,
-                        self.settings.bm25_threshold)
+            index.top_k(
+                self.tokenizer.tokenize(self.tokenizer.expand_query(q)),
+                self.settings.bm25_top_k,
+                self.settings.bm25_threshold,
+            )
             for q in queries
         ]
 
@@ -237,8 +257,13 @@ class HybridSearcher:
         if key not in self._floors:
             probes = view.vectors.query(self.embedder.encode_queries(OFF_TOPIC_PROBES).tolist(), 1)
             self._floors[key] = noise_floor([sims[0][1] for sims in probes if sims])
-            log.info("Semantic floor for %s on KB version %s: off-topic noise %.3f, SEMANTIC_THRESHOLD %.3f",
-                     self.embedder.model_name, view.version, self._floors[key], threshold)
+            log.info(
+                "Semantic floor for %s on KB version %s: off-topic noise %.3f, SEMANTIC_THRESHOLD %.3f",
+                self.embedder.model_name,
+                view.version,
+                self._floors[key],
+                threshold,
+            )
         return max(threshold, self._floors[key])
 
     def semantic_search_many(self, queries: list[str]) -> list[list[tuple[str, float]]]:
@@ -253,19 +278,26 @@ class HybridSearcher:
         if not await asyncio.to_thread(self.embedder.available):
             return empty, f"embedding model unavailable: {self.embedder.error}"
         if self._vectors_error is not None and time.monotonic() < self._vectors_down_until:
-            return empty, f"vector store down (retry after {self.settings.vector_store_retry:.0f} s): " \
-                          f"{self._vectors_error}"
+            return (
+                empty,
+                f"vector store down (retry after {self.settings.vector_store_retry:.0f} s): {self._vectors_error}",
+            )
         vectors = await asyncio.to_thread(self._encode, queries)
         loop = asyncio.get_running_loop()
         try:
-            found = await asyncio.wait_for(loop.run_in_executor(self._vector_pool, self._query_vectors, view, vectors),
-                                           self.settings.vector_store_timeout)
+            found = await asyncio.wait_for(
+                loop.run_in_executor(self._vector_pool, self._query_vectors, view, vectors),
+                self.settings.vector_store_timeout,
+            )
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             self.stats["vector_store_failures"] += 1
             if self._vectors_error is None:
-                log.error("Vector store unreachable (%s); searching BM25-only, retrying in %.0f s", reason,
-                          self.settings.vector_store_retry)
+                log.error(
+                    "Vector store unreachable (%s); searching BM25-only, retrying in %.0f s",
+                    reason,
+                    self.settings.vector_store_retry,
+                )
             self._vectors_error = reason
             self._vectors_down_until = time.monotonic() + self.settings.vector_store_retry
             return empty, f"vector store down: {reason}"
@@ -309,8 +341,7 @@ class HybridSearcher:
         return [merge_hits(b, s, chunks) for b, s in zip(bm25_results, sem_results)]
 
 
-def merge_hits(bm25: list[tuple[str, float]], semantic: list[tuple[str, float]],
-               chunks: dict[str, Chunk]) -> list[Hit]:
+def merge_hits(bm25: list[tuple[str, float]], semantic: list[tuple[str, float]], chunks: dict[str, Chunk]) -> list[Hit]:
     """De-duplicate by chunk id, keep both scores, order by reciprocal-rank fusion."""
     hits: dict[str, Hit] = {}
     for retriever, ranked in (("bm25", bm25), ("semantic", semantic)):
@@ -318,9 +349,15 @@ def merge_hits(bm25: list[tuple[str, float]], semantic: list[tuple[str, float]],
             chunk = chunks.get(cid)
             if chunk is None:  # a vector whose chunk was replaced or removed: not part of the KB any more
                 continue
-            hit = hits.get(cid) or Hit(chunk_id=cid, source=chunk.source, title=chunk.title,
-                                       heading_path=chunk.heading_path, pages=chunk.pages, text=chunk.text,
-                                       found_by=[])
+            hit = hits.get(cid) or Hit(
+                chunk_id=cid,
+                source=chunk.source,
+                title=chunk.title,
+                heading_path=chunk.heading_path,
+                pages=chunk.pages,
+                text=chunk.text,
+                found_by=[],
+            )
             setattr(hit, retriever, round(score, 4))
             hit.found_by.append(retriever)
             hit.score += 1.0 / (RRF_K + rank + 1)

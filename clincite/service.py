@@ -62,8 +62,13 @@ class TwoStageQueryService:
     # The benchmark's baselines (bench/baselines.py) switch speculation off and replace `_stage1`.
     speculate = True
 
-    def __init__(self, settings: Settings, searcher: HybridSearcher | None = None, agents: Agents | None = None,
-                 reasoner: Reasoner | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        searcher: HybridSearcher | None = None,
+        agents: Agents | None = None,
+        reasoner: Reasoner | None = None,
+    ):
         self.settings = settings
         self.searcher = searcher or HybridSearcher(settings)
         self._reasoner = reasoner or (LLMReasoner(agents) if agents is not None else None)
@@ -114,7 +119,7 @@ class TwoStageQueryService:
 
     async def run(self, question: str, history: list[ChatTurn] | None = None) -> AsyncIterator[Event]:
         """The events of one question, in order of happening. Closing the iterator cancels the question."""
-        history = list(history or [])[-2 * self.settings.history_turns:]
+        history = list(history or [])[-2 * self.settings.history_turns :]
         key = self.cache.key(question, history, self._fingerprint())
         if cached := self.cache.get(key):
             async for event in replay(cached):
@@ -182,7 +187,7 @@ class TwoStageQueryService:
         report = abstention_report(run.question, searched, run.closest_sources())
         await open_answer(run, AnswerGate.opened())
         for i in range(0, len(report), FALLBACK_PIECE):
-            run.emit(AnswerToken(text=report[i:i + FALLBACK_PIECE]))
+            run.emit(AnswerToken(text=report[i : i + FALLBACK_PIECE]))
         run.finish("answer", started)
         return report
 
@@ -217,14 +222,27 @@ class TwoStageQueryService:
 
     async def _judge_all(self, run: QuestionRun, sub_queries: list[SubQuery], hits, stage: int):
         async with asyncio.TaskGroup() as tasks:
-            judged = [tasks.create_task(judge(self.deps, run, sq, found, stage))
-                      for sq, found in zip(sub_queries, hits, strict=True)]
+            judged = [
+                tasks.create_task(judge(self.deps, run, sq, found, stage))
+                for sq, found in zip(sub_queries, hits, strict=True)
+            ]
         return [task.result() for task in judged]
 
     def _fingerprint(self) -> list:
         """Everything besides the question that decides an answer: a change makes cached answers stale."""
         s = self.settings
-        return [self.kb.catalogue.version, self.mode, s.embedding_model, s.bm25_top_k, s.semantic_top_k,
-                s.bm25_threshold, s.semantic_threshold, s.semantic_floor, s.decomposition_model,
-                s.relevance_judge_model,
-                s.sufficiency_judge_model, s.answer_generation_model, s.answer_generation_temperature]
+        return [
+            self.kb.catalogue.version,
+            self.mode,
+            s.embedding_model,
+            s.bm25_top_k,
+            s.semantic_top_k,
+            s.bm25_threshold,
+            s.semantic_threshold,
+            s.semantic_floor,
+            s.decomposition_model,
+            s.relevance_judge_model,
+            s.sufficiency_judge_model,
+            s.answer_generation_model,
+            s.answer_generation_temperature,
+        ]

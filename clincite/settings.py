@@ -55,8 +55,9 @@ class SettingsError(SystemExit):
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_file_encoding="utf-8", extra="ignore", env_ignore_empty=True,
-                                      validate_default=True)
+    model_config = SettingsConfigDict(
+        env_file_encoding="utf-8", extra="ignore", env_ignore_empty=True, validate_default=True
+    )
 
     # --- knowledge base and storage (relative paths are relative to the project folder) ---
     data_dir: Path = Path(".data")

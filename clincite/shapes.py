@@ -45,7 +45,6 @@ class DocumentRecord(BaseModel):
     ingested_at: float
 
 
-
 class Hit(BaseModel):
     """A retrieved chunk with the scores of the retrievers that found it."""
 
@@ -59,7 +58,6 @@ class Hit(BaseModel):
     semantic: float | None = None
     found_by: list[str]
     score: float = 0.0  # fused (reciprocal-rank) score that orders merged hits
-
 
 
 Confidence = Literal["high", "medium", "low"]
@@ -283,7 +281,17 @@ class NoticeEvent(BaseModel):
 
 
 Event = Annotated[
-    StageStarted | StageFinished | DecompositionReady | SearchDone | JudgementStarted | JudgementDone | SufficiencyReady | Stage2Started | AnswerToken | AnswerDone | DegradedEvent | NoticeEvent,
+    StageStarted
+    | StageFinished
+    | DecompositionReady
+    | SearchDone
+    | JudgementStarted
+    | JudgementDone
+    | SufficiencyReady
+    | Stage2Started
+    | AnswerToken
+    | AnswerDone
+    | DegradedEvent
+    | NoticeEvent,
     Field(discriminator="type"),
 ]
-

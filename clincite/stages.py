@@ -122,16 +122,24 @@ async def judge(deps: Deps, run: QuestionRun, sub_query: SubQuery, hits: list[Hi
     run.emit(JudgementStarted(stage=stage, sub_query=sub_query))
     run.judged_chunks.update(h.chunk_id for h in hits)
     if not hits:
-        analysis = SubQueryAnalysis(sub_query=sub_query, sub_answer="知识库中没有检索到相关片段。", extracts=[],
-                                    confidence="low", missing=[sub_query.focus or sub_query.text])
+        analysis = SubQueryAnalysis(
+            sub_query=sub_query,
+            sub_answer="知识库中没有检索到相关片段。",
+            extracts=[],
+            confidence="low",
+            missing=[sub_query.focus or sub_query.text],
+        )
     else:
         try:
             async with asyncio.timeout(deps.settings.relevance_judge.budget):
                 output = await deps.reasoner.judge(sub_query, run.question, run.history, hits, run.add_usage)
             analysis = to_analysis(sub_query, output, hits)
         except Exception as exc:
-            run.degrade(f"judge:{sub_query.id}",
-                        f"子查询“{sub_query.text}”的相关性判断失败，已直接使用检索到的前几段原文。", exc)
+            run.degrade(
+                f"judge:{sub_query.id}",
+                f"子查询“{sub_query.text}”的相关性判断失败，已直接使用检索到的前几段原文。",
+                exc,
+            )
             analysis = fallback_analysis(sub_query, hits)
     run.span("judgement" if stage == 1 else "judgement_stage2", started, run.elapsed())
     run.emit(JudgementDone(stage=stage, analysis=analysis))
@@ -151,21 +159,38 @@ def to_analysis(sub_query: SubQuery, output: JudgeOutput, hits: list[Hit]) -> Su
                 break
         else:
             log.info("Dropped an extract not found in its fragment: %.60s", draft.text)
-    return SubQueryAnalysis(sub_query=sub_query, sub_answer=output.sub_answer, extracts=extracts,
-                            confidence=output.confidence if extracts else "low", missing=output.missing)
+    return SubQueryAnalysis(
+        sub_query=sub_query,
+        sub_answer=output.sub_answer,
+        extracts=extracts,
+        confidence=output.confidence if extracts else "low",
+        missing=output.missing,
+    )
 
 
 def fallback_analysis(sub_query: SubQuery, hits: list[Hit]) -> SubQueryAnalysis:
     return SubQueryAnalysis(
-        sub_query=sub_query, sub_answer="（相关性判断失败，以下为检索得分最高的原文，未经判断。）",
+        sub_query=sub_query,
+        sub_answer="（相关性判断失败，以下为检索得分最高的原文，未经判断。）",
         extracts=[RelevantExtract(source=h.source, chunk_id=h.chunk_id, text=h.text) for h in hits[:FALLBACK_EXTRACTS]],
-        confidence="low", missing=[], degraded=True,
+        confidence="low",
+        missing=[],
+        degraded=True,
     )
 
 
 def _as_chunk(hit: Hit) -> Chunk:
-    return Chunk(id=hit.chunk_id, source=hit.source, title=hit.title, heading_path=hit.heading_path, position=0,
-                 start=0, end=len(hit.text), text=hit.text, content_hash="")
+    return Chunk(
+        id=hit.chunk_id,
+        source=hit.source,
+        title=hit.title,
+        heading_path=hit.heading_path,
+        position=0,
+        start=0,
+        end=len(hit.text),
+        text=hit.text,
+        content_hash="",
+    )
 
 
 # --- sufficiency -------------------------------------------------------------------------------------------------
@@ -178,15 +203,24 @@ async def judge_sufficiency(deps: Deps, run: QuestionRun, analyses: list[SubQuer
     try:
         async with asyncio.timeout(deps.settings.sufficiency_judge.budget):
             out = await deps.reasoner.sufficiency(run.question, analyses, limit, run.add_usage)
-        extra = [SubQuery(id=f"s2-{i}", text=d.text.strip(), focus=d.focus.strip())
-                 for i, d in enumerate(out.additional_sub_queries[:limit], 1) if d.text.strip()]
-        verdict = SufficiencyVerdict(sufficient=out.sufficient or not extra, confidence=out.confidence,
-                                     covered_aspects=out.covered_aspects, missing_key_aspects=out.missing_key_aspects,
-                                     additional_sub_queries=[] if out.sufficient else extra, reasoning=out.reasoning)
+        extra = [
+            SubQuery(id=f"s2-{i}", text=d.text.strip(), focus=d.focus.strip())
+            for i, d in enumerate(out.additional_sub_queries[:limit], 1)
+            if d.text.strip()
+        ]
+        verdict = SufficiencyVerdict(
+            sufficient=out.sufficient or not extra,
+            confidence=out.confidence,
+            covered_aspects=out.covered_aspects,
+            missing_key_aspects=out.missing_key_aspects,
+            additional_sub_queries=[] if out.sufficient else extra,
+            reasoning=out.reasoning,
+        )
     except Exception as exc:
         run.degrade("sufficiency", "充分性判断失败，已按“证据充分”直接生成回答。", exc)
-        verdict = SufficiencyVerdict(sufficient=True, confidence="low", reasoning="充分性判断失败，按充分处理。",
-                                     degraded=True)
+        verdict = SufficiencyVerdict(
+            sufficient=True, confidence="low", reasoning="充分性判断失败，按充分处理。", degraded=True
+        )
     run.emit(SufficiencyReady(verdict=verdict))
     run.finish("sufficiency", started)
     return verdict

@@ -61,6 +61,8 @@ class TerminalRenderer:
                     mark = "✓ 原文已核验" if c.verified else "✗ 未在来源中找到此原文"
                     write(f"【{c.number}】《{c.source}》{mark}\n")
                 t = r.timings
-                write(f"\n首字 {t.get('ttft', 0):.2f} 秒，总计 {t.get('total', 0):.2f} 秒，模式 {r.mode}"
-                      f"{'（缓存）' if r.cached else ''}\n")
+                write(
+                    f"\n首字 {t.get('ttft', 0):.2f} 秒，总计 {t.get('total', 0):.2f} 秒，模式 {r.mode}"
+                    f"{'（缓存）' if r.cached else ''}\n"
+                )
         self.out.flush()

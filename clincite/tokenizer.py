@@ -1,6 +1,6 @@
 """jieba tokenising with the ophthalmology lexicon (`lexicon/`): user dictionary, stop-words and synonym groups.
 
-    tokens = get_tokenizer().tokenize(get_tokenizer().expand_query("OK镜的副作用"))
+tokens = get_tokenizer().tokenize(get_tokenizer().expand_query("OK镜的副作用"))
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ class Tokenizer:
         stopfile = lexicon_dir / "stopwords.txt"
         self.stopwords = (
             {w.strip() for w in stopfile.read_text(encoding="utf-8").splitlines() if w.strip()}
-            if stopfile.exists() else set()
+            if stopfile.exists()
+            else set()
         )
         self.synonyms = load_synonyms(lexicon_dir / "synonyms.json")
 
@@ -85,4 +86,3 @@ def _mentions(text: str, term: str) -> bool:
 def get_tokenizer() -> Tokenizer:
     """The process-wide tokenizer: every extra jieba dictionary costs ~0.9 s and ~70 MB."""
     return Tokenizer()
-

@@ -37,7 +37,6 @@ MIN_PASSWORD_CHARS = 8
 PRIVATE = 0o600
 
 
-
 @functools.cache
 def _dummy_hash() -> bytes:
     """Checked against when the account does not exist, so that an unknown name costs the same bcrypt time as a
@@ -128,8 +127,11 @@ class UserStore:
         def change(users: dict[str, dict]) -> None:
             old = users.get(name) or {}
             # A password reset also ends the sessions opened with the old password.
-            users[name] = {"password_hash": password_hash, "display_name": display_name or old.get("display_name")
-                           or name, "generation": int(old.get("generation", 0)) + (1 if old else 0)}
+            users[name] = {
+                "password_hash": password_hash,
+                "display_name": display_name or old.get("display_name") or name,
+                "generation": int(old.get("generation", 0)) + (1 if old else 0),
+            }
 
         self._update(change)
 
@@ -195,8 +197,9 @@ def read_new_password() -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m clincite.users",
-                                     description="管理 ClinCite 登录账号 (manage clinician accounts)")
+    parser = argparse.ArgumentParser(
+        prog="python -m clincite.users", description="管理 ClinCite 登录账号 (manage clinician accounts)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     add = sub.add_parser("add", help="add a user or reset a password (password read from a prompt or stdin)")
     add.add_argument("name")

@@ -43,12 +43,14 @@ class VectorStore:
         chroma_settings = ChromaSettings(anonymized_telemetry=False)
         if self._client is None:
             if self._settings.chroma_host:
-                self._client = chromadb.HttpClient(host=self._settings.chroma_host, port=self._settings.chroma_port,
-                                                   settings=chroma_settings)
+                self._client = chromadb.HttpClient(
+                    host=self._settings.chroma_host, port=self._settings.chroma_port, settings=chroma_settings
+                )
                 _bound_http_timeout(self._client, self._settings.vector_store_timeout)
             else:
-                self._client = chromadb.PersistentClient(path=_fresh_identity(self._kb_dir / CHROMA_DIR),
-                                                         settings=chroma_settings)
+                self._client = chromadb.PersistentClient(
+                    path=_fresh_identity(self._kb_dir / CHROMA_DIR), settings=chroma_settings
+                )
         if self.read_only:
             try:
                 return self._client.get_collection(self.name)
@@ -108,8 +110,6 @@ class VectorStore:
             [(cid, 1.0 - float(dist)) for cid, dist in zip(ids, dists)]
             for ids, dists in zip(result["ids"], result["distances"])
         ]
-
-
 
 
 def _fresh_identity(path: Path) -> str:

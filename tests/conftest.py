@@ -32,8 +32,16 @@ os.environ["CLINCITE_ENV_FILE"] = os.devnull
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
-for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CHROMA_HOST", "KB_DIR", "DATA_DIR", "DATABASE_URL",
-            "CLINCITE_DATABASE_URL", "OFFLINE_MODE"):
+for key in (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "CHROMA_HOST",
+    "KB_DIR",
+    "DATA_DIR",
+    "DATABASE_URL",
+    "CLINCITE_DATABASE_URL",
+    "OFFLINE_MODE",
+):
     os.environ.pop(key, None)
 os.environ["DATA_DIR"] = str(_SESSION_DIR / "data")
 os.environ["EMBEDDING_MODEL"] = "hashing-char-ngrams"  # HashingEmbedder.NAME
@@ -56,11 +64,17 @@ ORTHO_K = "角膜塑形镜验配与护理（演示）.md"
 
 def make_settings(tmp: Path, **overrides) -> Settings:
     """Settings for a test: everything under tmp, the hashing embedder, no similarity floor, no LLM."""
-    base = load_settings().model_copy(update={
-        "data_dir": tmp, "kb_dir": tmp / "kb", "users_file": tmp / "users.json",
-        "embedding_model": HashingEmbedder.NAME, "semantic_threshold": 0.0,
-        "openai_api_key": SecretStr(""), "openai_base_url": None,
-    })
+    base = load_settings().model_copy(
+        update={
+            "data_dir": tmp,
+            "kb_dir": tmp / "kb",
+            "users_file": tmp / "users.json",
+            "embedding_model": HashingEmbedder.NAME,
+            "semantic_threshold": 0.0,
+            "openai_api_key": SecretStr(""),
+            "openai_base_url": None,
+        }
+    )
     return base.model_copy(update=overrides)
 
 
@@ -176,8 +190,16 @@ class RunningApp:
         return client
 
     def add_user(self, name: str, password: str) -> None:
-        subprocess.run([sys.executable, "-m", "clincite.users", "add", name], input=f"{password}\n{password}\n",
-                       cwd=ROOT, env=_app_env(self.data_dir), check=True, capture_output=True, text=True, timeout=60)
+        subprocess.run(
+            [sys.executable, "-m", "clincite.users", "add", name],
+            input=f"{password}\n{password}\n",
+            cwd=ROOT,
+            env=_app_env(self.data_dir),
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         self.users[name] = password
 
     def ingest(self, *paths: Path):
@@ -224,7 +246,11 @@ class _AppProcess:
             with open(app.log_file, "w") as log:
                 self.server = subprocess.Popen(
                     [chainlit, "run", "app.py", "-h", "--host", "127.0.0.1", "--port", str(port)],
-                    cwd=ROOT, env=_app_env(data), stdout=log, stderr=subprocess.STDOUT)
+                    cwd=ROOT,
+                    env=_app_env(data),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
             app.base_url = f"http://127.0.0.1:{port}"
             self._wait_healthy(app)
         except Exception as exc:  # reported by every test that asks for the app

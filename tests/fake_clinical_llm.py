@@ -65,8 +65,7 @@ class AgentLatency:
         tokens = self.output_tokens or real_tokens
         if stream:  # the server paces a stream by characters: scale the speed so the whole reply takes `tokens`
             return replace(reply, ttft=self.ttft, tokens_per_second=self.tokens_per_second * real_tokens / tokens)
-        return replace(reply, ttft=self.ttft, tokens_per_second=self.tokens_per_second,
-                       completion_tokens=int(tokens))
+        return replace(reply, ttft=self.ttft, tokens_per_second=self.tokens_per_second, completion_tokens=int(tokens))
 
 
 @dataclass
@@ -76,7 +75,7 @@ class ClinicalLLM:
     latency: dict[str, AgentLatency] = field(default_factory=dict)
     verdict: dict | None = None  # force the sufficiency judge's output
     insufficient: Callable[[str], bool] | None = None  # questions for which the sufficiency judge asks for stage 2
-    calls: dict[str, int] = field(default_factory=lambda: {a: 0 for a in AGENTS})
+    calls: dict[str, int] = field(default_factory=lambda: dict.fromkeys(AGENTS, 0))
 
     def __call__(self, request: ChatRequest) -> Reply:
         agent = agent_of(request)
@@ -107,10 +106,17 @@ class ClinicalLLM:
             return self.verdict
         question = section(prompt, fmt.ORIGINAL_QUESTION, [fmt.ANALYSES])
         if self.insufficient and self.insufficient(question):
-            return {"sufficient": False, "confidence": "medium", "covered_aspects": [],
-                    "missing_key_aspects": ["长期安全性"], "reasoning": "缺少长期安全性证据。",
-                    "additional_sub_queries": [{"text": f"{question.strip('？?')}的长期安全性", "focus": "不良反应"},
-                                               {"text": f"{question.strip('？?')}的随访要求", "focus": "随访"}]}
+            return {
+                "sufficient": False,
+                "confidence": "medium",
+                "covered_aspects": [],
+                "missing_key_aspects": ["长期安全性"],
+                "reasoning": "缺少长期安全性证据。",
+                "additional_sub_queries": [
+                    {"text": f"{question.strip('？?')}的长期安全性", "focus": "不良反应"},
+                    {"text": f"{question.strip('？?')}的随访要求", "focus": "随访"},
+                ],
+            }
         return sufficiency_reply(prompt)
 
 
@@ -129,7 +135,7 @@ def section(prompt: str, marker: str, next_markers: list[str]) -> str:
         return ""
     start += len(marker)
     ends = [e for e in (prompt.find(m, start) for m in next_markers) if e >= 0]
-    return prompt[start:min(ends) if ends else len(prompt)].strip()
+    return prompt[start : min(ends) if ends else len(prompt)].strip()
 
 
 def read_history(text: str) -> list[ChatTurn]:
@@ -137,7 +143,7 @@ def read_history(text: str) -> list[ChatTurn]:
     for line in text.splitlines():
         for prefix, role in (("用户：", "user"), ("助手：", "assistant")):
             if line.startswith(prefix):
-                turns.append(ChatTurn(role=role, content=line[len(prefix):]))
+                turns.append(ChatTurn(role=role, content=line[len(prefix) :]))
     return turns
 
 
@@ -160,8 +166,9 @@ def judge_reply(prompt: str) -> dict:
     hits = []
     for chunk_id, source, title, text in _FRAGMENT.findall(prompt):
         title, *headings = title.split(" > ")
-        hits.append(Hit(chunk_id=chunk_id, source=source, title=title, heading_path=headings, text=text,
-                        found_by=["bm25"]))
+        hits.append(
+            Hit(chunk_id=chunk_id, source=source, title=title, heading_path=headings, text=text, found_by=["bm25"])
+        )
     return REASONER.assess(sub_query, question, [], hits).model_dump()
 
 
@@ -169,10 +176,17 @@ def read_analyses(prompt: str) -> list[SubQueryAnalysis]:
     analyses = []
     for block in re.split(r"^### ", section(prompt, fmt.ANALYSES, [fmt.ADDITIONAL_LIMIT]), flags=re.M)[1:]:
         lines = block.splitlines()
-        extracts = [RelevantExtract(source=m.group(1), chunk_id="", text=m.group(2))
-                    for m in map(_EXTRACT.match, lines) if m]
-        analyses.append(SubQueryAnalysis(sub_query=read_sub_query(lines[0]), sub_answer="", extracts=extracts,
-                                         confidence="medium" if extracts else "low"))
+        extracts = [
+            RelevantExtract(source=m.group(1), chunk_id="", text=m.group(2)) for m in map(_EXTRACT.match, lines) if m
+        ]
+        analyses.append(
+            SubQueryAnalysis(
+                sub_query=read_sub_query(lines[0]),
+                sub_answer="",
+                extracts=extracts,
+                confidence="medium" if extracts else "low",
+            )
+        )
     return analyses
 
 
@@ -182,9 +196,14 @@ def sufficiency_reply(prompt: str) -> dict:
     limit = int(section(prompt, fmt.ADDITIONAL_LIMIT, []) or 0)
     analyses = read_analyses(prompt)
     if any(a.extracts for a in analyses):
-        return {"sufficient": True, "confidence": "medium", "covered_aspects": [a.sub_query.focus for a in analyses
-                                                                                  if a.extracts],
-                "missing_key_aspects": [], "additional_sub_queries": [], "reasoning": "摘录覆盖了问题的核心要点。"}
+        return {
+            "sufficient": True,
+            "confidence": "medium",
+            "covered_aspects": [a.sub_query.focus for a in analyses if a.extracts],
+            "missing_key_aspects": [],
+            "additional_sub_queries": [],
+            "reasoning": "摘录覆盖了问题的核心要点。",
+        }
     return REASONER.verdict(analyses, limit).model_dump()
 
 
@@ -194,9 +213,14 @@ def answer_reply(prompt: str) -> str:
     for line in section(prompt, fmt.EVIDENCE, [fmt.GAPS]).splitlines():
         if match := _EVIDENCE.match(line):
             grouped.setdefault(match.group(3), []).append(
-                RelevantExtract(source=match.group(1), chunk_id="", text=match.group(2)))
-    analyses = [SubQueryAnalysis(sub_query=SubQuery(id=f"q{i}", text=text), sub_answer="", extracts=extracts,
-                                 confidence="medium") for i, (text, extracts) in enumerate(grouped.items(), 1)]
+                RelevantExtract(source=match.group(1), chunk_id="", text=match.group(2))
+            )
+    analyses = [
+        SubQueryAnalysis(
+            sub_query=SubQuery(id=f"q{i}", text=text), sub_answer="", extracts=extracts, confidence="medium"
+        )
+        for i, (text, extracts) in enumerate(grouped.items(), 1)
+    ]
     gaps = [g for g in section(prompt, fmt.GAPS, []).split("、") if g]
     return REASONER.report(analyses, gaps)
 
@@ -218,7 +242,7 @@ def _structured_model(reply: Callable[[str], dict]) -> FunctionModel:
         payload = json.dumps(reply(_last_prompt(messages)), ensure_ascii=False)
         yield {0: DeltaToolCall(name=info.output_tools[0].name, tool_call_id="fake")}
         for i in range(0, len(payload), 24):
-            yield {0: DeltaToolCall(json_args=payload[i:i + 24])}
+            yield {0: DeltaToolCall(json_args=payload[i : i + 24])}
 
     return FunctionModel(respond, stream_function=stream)
 
@@ -230,15 +254,19 @@ def _text_model() -> FunctionModel:
     async def stream(messages, info: AgentInfo):
         report = answer_reply(_last_prompt(messages))
         for i in range(0, len(report), 12):
-            yield report[i:i + 12]
+            yield report[i : i + 12]
 
     return FunctionModel(respond, stream_function=stream)
 
 
 def in_process_models() -> dict[str, FunctionModel]:
     """The fake clinical LLM as FunctionModels: the LLM path in-process, without HTTP (tests override agents)."""
-    return {"decomposition": _structured_model(decompose_reply), "relevance_judge": _structured_model(judge_reply),
-            "sufficiency_judge": _structured_model(sufficiency_reply), "answer_generation": _text_model()}
+    return {
+        "decomposition": _structured_model(decompose_reply),
+        "relevance_judge": _structured_model(judge_reply),
+        "sufficiency_judge": _structured_model(sufficiency_reply),
+        "answer_generation": _text_model(),
+    }
 
 
 def agent_of(request: ChatRequest) -> str:
@@ -269,8 +297,16 @@ def first_user_text(request: ChatRequest) -> str:
 def llm_settings(settings: Settings, base_url: str, **overrides) -> Settings:
     """Settings that send each agent to the fake server under its own model name."""
     agents = {f"{name}_model": MODEL_PREFIX + name for name in AGENTS}
-    return settings.model_copy(update={"openai_api_key": SecretStr("test-key"), "openai_base_url": base_url,
-                                       "offline_mode": "off", "answer_cache_size": 0, **agents, **overrides})
+    return settings.model_copy(
+        update={
+            "openai_api_key": SecretStr("test-key"),
+            "openai_base_url": base_url,
+            "offline_mode": "off",
+            "answer_cache_size": 0,
+            **agents,
+            **overrides,
+        }
+    )
 
 
 def agent_requests(server, agent: str) -> list[ChatRequest]:
@@ -284,8 +320,8 @@ def dump(request: ChatRequest) -> str:
 def main(argv: list[str] | None = None) -> None:
     """Serve the fake clinical LLM, e.g. to watch `python query.py` take the LLM path over HTTP:
 
-        python tests/fake_clinical_llm.py --port 8765
-        OPENAI_BASE_URL=http://127.0.0.1:8765/v1 OPENAI_API_KEY=test python query.py "低浓度阿托品的副作用？" --json
+    python tests/fake_clinical_llm.py --port 8765
+    OPENAI_BASE_URL=http://127.0.0.1:8765/v1 OPENAI_API_KEY=test python query.py "低浓度阿托品的副作用？" --json
     """
     import argparse
     import time

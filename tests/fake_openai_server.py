@@ -73,8 +73,9 @@ import math
 import threading
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Literal
+from typing import Any, Literal
 
 import uvicorn
 from starlette.applications import Starlette
@@ -214,7 +215,11 @@ def _detect_mode(body: dict, messages: list[dict]) -> tuple[OutputMode, str | No
         chosen = tool_names[0]
     if chosen is not None:
         schema = next(
-            ((t.get("function") or {}).get("parameters") for t in tools if (t.get("function") or {}).get("name") == chosen),
+            (
+                (t.get("function") or {}).get("parameters")
+                for t in tools
+                if (t.get("function") or {}).get("name") == chosen
+            ),
             None,
         )
         return "tool", chosen, schema
@@ -331,7 +336,7 @@ def minimal_instance(schema: dict | bool | None, root: dict | None = None) -> An
             value = min(value, schema["maximum"])
         if "exclusiveMaximum" in schema and value >= schema["exclusiveMaximum"]:
             value = schema["exclusiveMaximum"] - (1 if typ == "integer" else 0.5)
-        return int(math.ceil(value)) if typ == "integer" else value
+        return math.ceil(value) if typ == "integer" else value
     if typ == "boolean":
         return False
     if typ == "null":
@@ -456,7 +461,7 @@ class FakeOpenAIServer:
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
 
-    def start(self, timeout: float = 10.0) -> "FakeOpenAIServer":
+    def start(self, timeout: float = 10.0) -> FakeOpenAIServer:
         if self._thread is not None:
             raise RuntimeError("server already started")
         config = uvicorn.Config(
@@ -509,7 +514,7 @@ class FakeOpenAIServer:
         self._thread = None
         self._server = None
 
-    def __enter__(self) -> "FakeOpenAIServer":
+    def __enter__(self) -> FakeOpenAIServer:
         return self.start()
 
     def __exit__(self, *exc_info: Any) -> None:
@@ -570,7 +575,7 @@ class FakeOpenAIServer:
             headers = {}
             if reply.retry_after is not None:
                 headers["retry-after"] = _format_seconds(reply.retry_after)
-                headers["retry-after-ms"] = str(int(round(reply.retry_after * 1000)))
+                headers["retry-after-ms"] = str(round(reply.retry_after * 1000))
             return _error_response(reply.status, reply.content or f"fake error {reply.status}", headers)
 
         # What to send: tool-call arguments or text.
@@ -592,7 +597,7 @@ class FakeOpenAIServer:
             reply.prompt_tokens if reply.prompt_tokens is not None else len(_all_message_text(messages)) // 2
         )
         completion_tokens = (
-            reply.completion_tokens if reply.completion_tokens is not None else int(math.ceil(len(text) / cpt))
+            reply.completion_tokens if reply.completion_tokens is not None else math.ceil(len(text) / cpt)
         )
         usage = {
             "prompt_tokens": prompt_tokens,
@@ -647,7 +652,12 @@ class FakeOpenAIServer:
             if as_tool:
                 tc: dict[str, Any] = {"index": 0, "function": {"arguments": piece}}
                 if first:
-                    tc = {"index": 0, "id": call_id, "type": "function", "function": {"name": tool_name, "arguments": piece}}
+                    tc = {
+                        "index": 0,
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": tool_name, "arguments": piece},
+                    }
                 delta: dict[str, Any] = {"tool_calls": [tc]}
                 if first:
                     delta = {"role": "assistant", "content": None, **delta}

@@ -31,8 +31,10 @@ NASTY_LIMITS = {
     "INGEST_MAX_HEADING_CHARS": "200",
 }
 
-PARAGRAPH = ("低浓度阿托品滴眼液用于延缓儿童近视进展，常用浓度为百分之零点零一。"
-             "用药期间应每三至六个月复查屈光度与眼轴长度，观察畏光、近距离视物模糊等不良反应。")
+PARAGRAPH = (
+    "低浓度阿托品滴眼液用于延缓儿童近视进展，常用浓度为百分之零点零一。"
+    "用药期间应每三至六个月复查屈光度与眼轴长度，观察畏光、近距离视物模糊等不良反应。"
+)
 
 
 @dataclass
@@ -84,13 +86,14 @@ def lie_about_size(data: bytes, declared: int) -> bytes:
     out = bytearray(data)
     at = out.find(b"PK\x01\x02")
     while at >= 0:
-        out[at + 24:at + 28] = struct.pack("<I", declared)
+        out[at + 24 : at + 28] = struct.pack("<I", declared)
         at = out.find(b"PK\x01\x02", at + 4)
     return bytes(out)
 
 
-def build(root: Path, sample: Path | None = None, forge_name: str | None = None,
-          big_mb: float = 0) -> dict[str, Expect]:
+def build(
+    root: Path, sample: Path | None = None, forge_name: str | None = None, big_mb: float = 0
+) -> dict[str, Expect]:
     """Write the corpus under `root`; returns {reported name: Expect}. `root` must be empty or missing."""
     root.mkdir(parents=True, exist_ok=True)
     manifest: dict[str, Expect] = {}
@@ -104,17 +107,26 @@ def build(root: Path, sample: Path | None = None, forge_name: str | None = None,
 
     # --- good documents in every format (they must be added) ---
     write("good/随访指南.md", guideline("随访指南"), Expect("added", why="plain Markdown"))
-    write("good/户外活动.txt", ("户外活动每天两小时有助于预防近视。" * 20).encode("gb18030"),
-          Expect("added", why="GB18030"))
-    write("good/红光.html", "<html><body><h1>红光治疗</h1><p>" + PARAGRAPH * 3 + "</p></body></html>",
-          Expect("added", why="HTML"))
+    write(
+        "good/户外活动.txt",
+        ("户外活动每天两小时有助于预防近视。" * 20).encode("gb18030"),
+        Expect("added", why="GB18030"),
+    )
+    write(
+        "good/红光.html",
+        "<html><body><h1>红光治疗</h1><p>" + PARAGRAPH * 3 + "</p></body></html>",
+        Expect("added", why="HTML"),
+    )
     (root / "good").mkdir(exist_ok=True)
     make_docx(root / "good/随访手册.docx")
     manifest["good/随访手册.docx"] = Expect("added", why="DOCX")
     make_pdf(root / "good/散瞳验光.pdf", ["散瞳验光是儿童屈光检查的金标准。", "睫状肌麻痹后测量更准确。"])
     manifest["good/散瞳验光.pdf"] = Expect("added", why="PDF")
-    write("good/crlf_bom.md", "\ufeff# 换行与BOM\r\n\r\n" + PARAGRAPH.replace("。", "。\r\n"),
-          Expect("added", why="BOM and CRLF"))
+    write(
+        "good/crlf_bom.md",
+        "\ufeff# 换行与BOM\r\n\r\n" + PARAGRAPH.replace("。", "。\r\n"),
+        Expect("added", why="BOM and CRLF"),
+    )
     write("good/控制字符.txt", "眼压\u200b升高\x07需\x1b复查。" * 30, Expect("added", why="control/zero-width chars"))
     write("good/" + "很长的文件名" * 13 + ".md", guideline("长文件名"), Expect("added", why="240-byte file name"))
     deep = "/".join(f"d{i}" for i in range(40))
@@ -122,8 +134,11 @@ def build(root: Path, sample: Path | None = None, forge_name: str | None = None,
     # Same file name in two folders: two documents (identity = path relative to the folder given).
     write("科室甲/指南.md", guideline("甲科室指南", seed="甲"), Expect("added", why="same name, folder A"))
     write("科室乙/指南.md", guideline("乙科室指南", seed="乙"), Expect("added", why="same name, folder B"))
-    write("long_heading.md", "# 标题\n\n## " + "很长的标题" * 10_000 + "\n\n" + PARAGRAPH + "\n",
-          Expect("added", why="50,000-character heading line: indexed as text, heading path cut"))
+    write(
+        "long_heading.md",
+        "# 标题\n\n## " + "很长的标题" * 10_000 + "\n\n" + PARAGRAPH + "\n",
+        Expect("added", why="50,000-character heading line: indexed as text, heading path cut"),
+    )
 
     # --- duplicates and identity theft ---
     write("good/随访指南_副本.md", guideline("随访指南"), Expect("skipped", "内容完全相同", "identical copy"))
@@ -140,8 +155,11 @@ def build(root: Path, sample: Path | None = None, forge_name: str | None = None,
     write("binary.txt", bytes(range(256)) * 40, Expect("skipped", "", "every byte value, NULs included"))
     write("random.txt", random.Random(7).randbytes(4096), Expect("skipped", "", "random bytes"))
     write("headings_only.md", "".join(f"## 标题{i}\n\n" for i in range(2000)), Expect("skipped", "", "no body"))
-    write("script_only.html", "<html><script>" + "var x=1;" * 500 + "</script></html>",
-          Expect("skipped", "", "no main text"))
+    write(
+        "script_only.html",
+        "<html><script>" + "var x=1;" * 500 + "</script></html>",
+        Expect("skipped", "", "no main text"),
+    )
     write("slides.pptx", b"PK\x03\x04" + bytes(100), Expect("skipped", "不支持", "unsupported type"))
     write("README", "没有扩展名的文件", Expect("skipped", "不支持", "no extension"))
 
@@ -152,19 +170,33 @@ def build(root: Path, sample: Path | None = None, forge_name: str | None = None,
     manifest["locked.pdf"] = Expect("skipped", "", "encrypted PDF")
 
     # --- zip bombs and broken .docx (checked before python-docx opens them) ---
-    content_types = b'<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>'
-    write("bomb_ratio.docx", zip_bytes({"[Content_Types].xml": content_types, "word/document.xml": bytes(30 * 2**20)}),
-          Expect("skipped", "压缩比", "30 MB of zeros in 30 KB"))
+    content_types = (
+        b'<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>'
+    )
+    write(
+        "bomb_ratio.docx",
+        zip_bytes({"[Content_Types].xml": content_types, "word/document.xml": bytes(30 * 2**20)}),
+        Expect("skipped", "压缩比", "30 MB of zeros in 30 KB"),
+    )
     small = io.BytesIO()
     make_docx(small)
-    write("bomb_declared.docx", lie_about_size(small.getvalue(), 0xFFFFFFF0),
-          Expect("skipped", "解压后", "declares 4 GB unpacked"))
-    write("bomb_members.docx", zip_bytes({f"word/m{i}.xml": b"" for i in range(10_050)}, zipfile.ZIP_STORED),
-          Expect("skipped", "个文件", "10,050 members"))
+    write(
+        "bomb_declared.docx",
+        lie_about_size(small.getvalue(), 0xFFFFFFF0),
+        Expect("skipped", "解压后", "declares 4 GB unpacked"),
+    )
+    write(
+        "bomb_members.docx",
+        zip_bytes({f"word/m{i}.xml": b"" for i in range(10_050)}, zipfile.ZIP_STORED),
+        Expect("skipped", "个文件", "10,050 members"),
+    )
     words = random.Random(3).choices(["眼轴", "近视", "阿托品", "随访", "角膜", "屈光", "患者", "治疗"], k=400_000)
     wordy = "<w:document><w:body><w:p><w:r><w:t>" + "".join(words) + "</w:t></w:r></w:p></w:body></w:document>"
-    write("xml_heavy.docx", zip_bytes({"[Content_Types].xml": content_types, "word/document.xml": wordy.encode()}),
-          Expect("skipped", "XML", "3.5 MB of document XML (ratio ~5): over INGEST_MAX_DOCX_XML_MB"))
+    write(
+        "xml_heavy.docx",
+        zip_bytes({"[Content_Types].xml": content_types, "word/document.xml": wordy.encode()}),
+        Expect("skipped", "XML", "3.5 MB of document XML (ratio ~5): over INGEST_MAX_DOCX_XML_MB"),
+    )
     write("not_word.docx", zip_bytes({"hello.txt": b"hi"}), Expect("skipped", "document.xml", "zip, not Word"))
     write("not_a_zip.docx", "不是 zip", Expect("skipped", "DOCX", "text named .docx"))
     write("~$临时.docx", b"PK\x03\x04owner file", Expect("skipped", "临时", "Office owner file"))
@@ -174,8 +206,11 @@ def build(root: Path, sample: Path | None = None, forge_name: str | None = None,
         f.truncate(6 * 2**20)
     manifest["huge.txt"] = Expect("skipped", "超过上限", "over INGEST_MAX_FILE_MB")
     write("too_long.txt", PARAGRAPH * 2000, Expect("skipped", "片段", "too many chunks (text size)"))
-    write("too_many_sections.md", "# 多节\n\n" + "".join(f"# 节{i}\n\n短句{i}。\n\n" for i in range(400)),
-          Expect("skipped", "片段", "too many chunks (400 one-line sections)"))
+    write(
+        "too_many_sections.md",
+        "# 多节\n\n" + "".join(f"# 节{i}\n\n短句{i}。\n\n" for i in range(400)),
+        Expect("skipped", "片段", "too many chunks (400 one-line sections)"),
+    )
 
     # --- names, special files, symlinks ---
     bad_name = os.fsencode(root) + b"/bad_\xff\xfe_name.md"

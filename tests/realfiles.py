@@ -24,14 +24,23 @@ BIG5_TEXT = "戶外活動是預防兒童近視的重要措施，建議每天戶�
 GB18030_TEXT = "重复低强度红光治疗期间应定期复查眼底，如出现持续畏光或视物异常应暂停治疗并就诊。"
 UTF16_TEXT = "儿童首次验光建议在睫状肌麻痹下进行，以排除调节因素造成的假性近视。"
 
-_LONG_1 = ("近视是儿童和青少年最常见的屈光不正。近视发生越早，成年后发展为高度近视的风险越高，因此防控的重点是推迟近视"
-           "发生并减缓其进展速度。本指南为演示资料，仅用于软件测试，不构成任何诊疗建议，临床决策请以正式发布的指南为准。")
-_LONG_2 = ("儿童应建立屈光发育档案，定期检查视力、屈光度和眼轴长度。眼轴长度的增长速度比单次验光结果更能反映近视进展，"
-           "复查时应使用同一台仪器测量，以便前后比较。")
-_LONG_3 = ("低浓度阿托品滴眼液是延缓儿童近视进展的常用药物之一。用药前应向家长说明可能出现的畏光和近距离视物模糊，"
-           "多数儿童可以耐受；如出现过敏反应，应停药并及时就诊。")
-_LONG_4 = ("高度近视的儿童和青少年眼底并发症的风险较高。" + PDF_PAGE3_SENTENCE +
-           "发现视网膜裂孔等病变时，应转诊至眼底病专科进一步处理。")
+_LONG_1 = (
+    "近视是儿童和青少年最常见的屈光不正。近视发生越早，成年后发展为高度近视的风险越高，因此防控的重点是推迟近视"
+    "发生并减缓其进展速度。本指南为演示资料，仅用于软件测试，不构成任何诊疗建议，临床决策请以正式发布的指南为准。"
+)
+_LONG_2 = (
+    "儿童应建立屈光发育档案，定期检查视力、屈光度和眼轴长度。眼轴长度的增长速度比单次验光结果更能反映近视进展，"
+    "复查时应使用同一台仪器测量，以便前后比较。"
+)
+_LONG_3 = (
+    "低浓度阿托品滴眼液是延缓儿童近视进展的常用药物之一。用药前应向家长说明可能出现的畏光和近距离视物模糊，"
+    "多数儿童可以耐受；如出现过敏反应，应停药并及时就诊。"
+)
+_LONG_4 = (
+    "高度近视的儿童和青少年眼底并发症的风险较高。"
+    + PDF_PAGE3_SENTENCE
+    + "发现视网膜裂孔等病变时，应转诊至眼底病专科进一步处理。"
+)
 
 
 def make_pdf(path: Path) -> Path:
@@ -56,21 +65,35 @@ def make_pdf(path: Path) -> Path:
         canvas.drawCentredString(A4[0] / 2, 10 * mm, f"第 {doc.page} 页 共 3 页")
         canvas.restoreState()
 
-    table = Table([["浓度", "用法", "复查间隔"], ["0.01%", "每晚睡前每眼1滴", "每3至6个月"],
-                   ["0.05%", "每晚睡前每眼1滴", "每3个月"]], colWidths=[30 * mm, 60 * mm, 40 * mm])
-    table.setStyle(TableStyle([("FONT", (0, 0), (-1, -1), "STSong-Light", 10),
-                               ("GRID", (0, 0), (-1, -1), 0.5, colors.black)]))
+    table = Table(
+        [
+            ["浓度", "用法", "复查间隔"],
+            ["0.01%", "每晚睡前每眼1滴", "每3至6个月"],
+            ["0.05%", "每晚睡前每眼1滴", "每3个月"],
+        ],
+        colWidths=[30 * mm, 60 * mm, 40 * mm],
+    )
+    table.setStyle(
+        TableStyle([("FONT", (0, 0), (-1, -1), "STSong-Light", 10), ("GRID", (0, 0), (-1, -1), 0.5, colors.black)])
+    )
     story = [
         Paragraph("儿童近视防控指南（演示）", h1),
-        Paragraph("一、概述", h2), Paragraph(_LONG_1, body), Paragraph(_LONG_2, body),
+        Paragraph("一、概述", h2),
+        Paragraph(_LONG_1, body),
+        Paragraph(_LONG_2, body),
         PageBreak(),
-        Paragraph("二、低浓度阿托品", h2), Paragraph(_LONG_3, body),
-        Paragraph("演示用的浓度、用法与复查间隔见下表。", body), table, Spacer(1, 8 * mm),
+        Paragraph("二、低浓度阿托品", h2),
+        Paragraph(_LONG_3, body),
+        Paragraph("演示用的浓度、用法与复查间隔见下表。", body),
+        table,
+        Spacer(1, 8 * mm),
         PageBreak(),
-        Paragraph("三、高度近视的随访", h2), Paragraph(_LONG_4, body),
+        Paragraph("三、高度近视的随访", h2),
+        Paragraph(_LONG_4, body),
     ]
     SimpleDocTemplate(str(path), pagesize=A4, title="", topMargin=25 * mm, bottomMargin=25 * mm).build(
-        story, onFirstPage=furniture, onLaterPages=furniture)
+        story, onFirstPage=furniture, onLaterPages=furniture
+    )
     return path
 
 
@@ -86,8 +109,11 @@ def make_docx(path: Path) -> Path:
     table = document.add_table(rows=1, cols=3)
     for cell, text in zip(table.rows[0].cells, ["体重", "演示剂量", "给药间隔"]):
         cell.text = text
-    for row in [("10–20 kg", "每次 125 mg", "每 12 小时"), ("20–30 kg", "每次 250 mg", "每 12 小时"),
-                ("30 kg 以上", "每次 500 mg", "每 12 小时")]:
+    for row in [
+        ("10–20 kg", "每次 125 mg", "每 12 小时"),
+        ("20–30 kg", "每次 250 mg", "每 12 小时"),
+        ("30 kg 以上", "每次 500 mg", "每 12 小时"),
+    ]:
         for cell, text in zip(table.add_row().cells, row):
             cell.text = text
     document.add_heading("注意事项", level=1)
@@ -97,7 +123,8 @@ def make_docx(path: Path) -> Path:
 
 
 def make_html(path: Path) -> Path:
-    path.write_text(f"""\ufeff<!DOCTYPE html>
+    path.write_text(
+        f"""\ufeff<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{HTML_TITLE} - 某某眼科医院</title></head>
 <body><header><nav><a href="/">首页</a> | <a href="/ks">科室介绍</a> | <a href="/zj">专家团队</a>
 | <a href="/gh">预约挂号</a></nav></header>
@@ -114,7 +141,9 @@ def make_html(path: Path) -> Path:
 <p>出现眼红、眼痛、分泌物增多或视力下降时，应立即停戴并就诊。</p>
 </article></main>
 <footer>版权所有 © 2024 某某眼科医院 | 备案号 00000000 | 联系电话 000-0000000</footer></body></html>
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     return path
 
 
@@ -122,8 +151,9 @@ def make_texts(folder: Path) -> list[Path]:
     big5 = folder / BIG5_NAME
     big5.write_bytes(("近視防控衛教（演示）\n\n" + BIG5_TEXT + "\n本文為演示資料，僅供軟體測試。\n").encode("big5"))
     gb = folder / GB18030_NAME
-    gb.write_bytes(("红光治疗注意事项（演示）\n\n" + GB18030_TEXT + "\n本文为演示资料，仅供软件测试。\n")
-                   .encode("gb18030"))
+    gb.write_bytes(
+        ("红光治疗注意事项（演示）\n\n" + GB18030_TEXT + "\n本文为演示资料，仅供软件测试。\n").encode("gb18030")
+    )
     utf16 = folder / UTF16_NAME
     # Windows Notepad "Unicode": UTF-16-LE with a BOM and CRLF line ends, plus a stray control character.
     utf16.write_bytes(b"\xff\xfe" + ("散瞳验光说明（演示）\r\n\r\n" + UTF16_TEXT + "\x07\r\n").encode("utf-16-le"))
@@ -132,7 +162,10 @@ def make_texts(folder: Path) -> list[Path]:
 
 def make_all(folder: Path) -> dict[str, Path]:
     folder.mkdir(parents=True, exist_ok=True)
-    files = {"pdf": make_pdf(folder / PDF_NAME), "docx": make_docx(folder / DOCX_NAME),
-             "html": make_html(folder / HTML_NAME)}
+    files = {
+        "pdf": make_pdf(folder / PDF_NAME),
+        "docx": make_docx(folder / DOCX_NAME),
+        "html": make_html(folder / HTML_NAME),
+    }
     files.update(zip(("big5", "gb18030", "utf16"), make_texts(folder)))
     return files

@@ -124,10 +124,18 @@ async def test_unverified_quotes_are_marked_in_the_message_and_the_side_panel(ap
     from clincite.shapes import Citation, QueryResult
 
     result = QueryResult(
-        question="q", mode="llm", sub_queries=[], analyses=[], sufficiency=None, stage2_queries=[],
+        question="q",
+        mode="llm",
+        sub_queries=[],
+        analyses=[],
+        sufficiency=None,
+        stage2_queries=[],
         answer="**TL;DR：** x【1】\n\n### 论据与来源\n**【1】标题**\n说明：x\n来源：《甲》\n原文：“编造的句子”\n",
         citations=[Citation(number=1, source="甲", quote="编造的句子", verified=False)],
-        timings={"ttft": 1.0, "total": 2.0}, usage={}, unverified_citations=1)
+        timings={"ttft": 1.0, "total": 2.0},
+        usage={},
+        unverified_citations=1,
+    )
     use_context()
     content = final_content(result, [])
     assert UNVERIFIED_LABEL in content and "1 条未能核验" in content
@@ -151,11 +159,15 @@ async def test_on_chat_resume_rebuilds_the_history_from_the_thread(app_module):
     import chainlit as cl
     from chainlit.config import config
 
-    thread = {"id": "t", "steps": [
-        {"type": "user_message", "name": "doctor", "output": "OK镜适合哪些孩子？"},
-        {"type": "assistant_message", "name": "系统提示", "output": "🧪 离线演示模式"},
-        {"type": "assistant_message", "name": "ClinCite", "output": "**TL;DR：** 8 岁以上……"},
-    ], "metadata": json.dumps({})}
+    thread = {
+        "id": "t",
+        "steps": [
+            {"type": "user_message", "name": "doctor", "output": "OK镜适合哪些孩子？"},
+            {"type": "assistant_message", "name": "系统提示", "output": "🧪 离线演示模式"},
+            {"type": "assistant_message", "name": "ClinCite", "output": "**TL;DR：** 8 岁以上……"},
+        ],
+        "metadata": json.dumps({}),
+    }
     use_context()
     await config.code.on_chat_resume(thread)
     history = cl.user_session.get("history")
@@ -180,8 +192,10 @@ async def test_a_dropped_speculative_answer_never_reaches_the_message(app_module
         return ["SPECULATIVE ", "草稿"] if call == 1 else ["**TL;DR：** 第二阶段之后的回答。"]
 
     try:
-        with agents.sufficiency_judge.override(model=structured(insufficient, delay=0.3)), \
-                agents.answer_generation.override(model=text_model(pieces)):
+        with (
+            agents.sufficiency_judge.override(model=structured(insufficient, delay=0.3)),
+            agents.answer_generation.override(model=text_model(pieces)),
+        ):
             captured = await ask(app_module, "阿托品停药后会怎样？")
     finally:
         service.reasoner = offline

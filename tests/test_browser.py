@@ -16,8 +16,16 @@ from conftest import ROOT
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 STARTER_LABEL = "低浓度阿托品"
 STARTER_QUESTION = "低浓度阿托品控制近视的效果和副作用？"
 
@@ -119,7 +127,8 @@ def test_a_clinician_asks_reads_the_sources_and_rates_the_answer(running_app, br
     page.fill("textarea#chat-input", "那停药后会反弹吗？")
     page.keyboard.press("Enter")
     expect(page.locator(".step[data-step-type='assistant_message']").filter(has_text="论据与来源")).to_have_count(
-        2, timeout=120_000)
+        2, timeout=120_000
+    )
     shot(page, "07-resumed-follow-up")
     context.close()
     pytest.first_thread_url = thread_url

@@ -38,26 +38,53 @@ def postgres_url():
     shutil.chown(root, "postgres")
     port = free_port()
     as_postgres = ["runuser", "-u", "postgres", "--"]
-    subprocess.run([*as_postgres, f"{bin_dir}/initdb", "-D", f"{root}/data", "-A", "trust", "-U", "postgres",
-                    "-E", "UTF8"], check=True, capture_output=True, timeout=120)
-    subprocess.run([*as_postgres, f"{bin_dir}/pg_ctl", "-D", f"{root}/data", "-l", f"{root}/log", "-w", "-o",
-                    f"-p {port} -k {root} -c listen_addresses=127.0.0.1", "start"], check=True, capture_output=True,
-                   timeout=120)
+    subprocess.run(
+        [*as_postgres, f"{bin_dir}/initdb", "-D", f"{root}/data", "-A", "trust", "-U", "postgres", "-E", "UTF8"],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    subprocess.run(
+        [
+            *as_postgres,
+            f"{bin_dir}/pg_ctl",
+            "-D",
+            f"{root}/data",
+            "-l",
+            f"{root}/log",
+            "-w",
+            "-o",
+            f"-p {port} -k {root} -c listen_addresses=127.0.0.1",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     yield f"postgresql+asyncpg://postgres@127.0.0.1:{port}/postgres"
-    subprocess.run([*as_postgres, f"{bin_dir}/pg_ctl", "-D", f"{root}/data", "-m", "fast", "stop"],
-                   capture_output=True, timeout=60)
+    subprocess.run(
+        [*as_postgres, f"{bin_dir}/pg_ctl", "-D", f"{root}/data", "-m", "fast", "stop"], capture_output=True, timeout=60
+    )
     shutil.rmtree(root, ignore_errors=True)
 
 
-def answer(question: str, ttft: float, stage2: bool = False, degraded: bool = False,
-           coverage: Coverage | None = None) -> QueryResult:
+def answer(
+    question: str, ttft: float, stage2: bool = False, degraded: bool = False, coverage: Coverage | None = None
+) -> QueryResult:
     return QueryResult(
-        question=question, mode="llm", sub_queries=[], analyses=[], sufficiency=None,
-        stage2_queries=[{"id": "s2-1", "text": "x"}] if stage2 else [], answer="**TL;DR：** …", citations=[],
-        timings={"ttft": ttft, "total": ttft + 3}, usage={"answer_generation": AgentUsage(requests=1,
-                                                                                          output_tokens=300)},
+        question=question,
+        mode="llm",
+        sub_queries=[],
+        analyses=[],
+        sufficiency=None,
+        stage2_queries=[{"id": "s2-1", "text": "x"}] if stage2 else [],
+        answer="**TL;DR：** …",
+        citations=[],
+        timings={"ttft": ttft, "total": ttft + 3},
+        usage={"answer_generation": AgentUsage(requests=1, output_tokens=300)},
         degradations=[Degradation(component="judge:q1", message="…")] if degraded else [],
-        coverage=coverage or Coverage(status="answered"))
+        coverage=coverage or Coverage(status="answered"),
+    )
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -91,10 +118,15 @@ async def make_thread(layer: ClinCiteDataLayer, user: str) -> str:
 async def test_answers_and_feedback_make_the_satisfaction_metrics(layer):
     thread = await make_thread(layer, "doctor_a")
     steps = [str(uuid.uuid4()) for _ in range(4)]
-    coverages = [Coverage(status="answered"), Coverage(status="partial", missing=["禁忌证"]),
-                 Coverage(status="no_evidence"), Coverage(status="answered")]
-    for step, (ttft, stage2, degraded), coverage in zip(steps, [(1.0, False, False), (2.0, True, False),
-                                                                (3.0, False, True), (4.0, False, False)], coverages):
+    coverages = [
+        Coverage(status="answered"),
+        Coverage(status="partial", missing=["禁忌证"]),
+        Coverage(status="no_evidence"),
+        Coverage(status="answered"),
+    ]
+    for step, (ttft, stage2, degraded), coverage in zip(
+        steps, [(1.0, False, False), (2.0, True, False), (3.0, False, True), (4.0, False, False)], coverages
+    ):
         await layer.record_answer(answer("问", ttft, stage2, degraded, coverage), step, thread, "doctor_a")
     await layer.upsert_feedback(Feedback(forId=steps[0], value=1, threadId=thread, comment="准确"))
     await layer.upsert_feedback(Feedback(forId=steps[1], value=1, threadId=thread))
@@ -110,8 +142,9 @@ async def test_answers_and_feedback_make_the_satisfaction_metrics(layer):
     assert m["degradations"] == {"judge": 1} and m["degraded_answers"] == 1
     assert len(m["per_day"]) == 1 and m["per_day"][0]["rated"] == 3
     assert (m["no_evidence_rate"], m["partial_rate"]) == (0.25, 0.25)
-    stored = await layer.query('SELECT coverage, coverage_missing FROM answer_records WHERE "stepId" = :s',
-                               {"s": steps[1]})
+    stored = await layer.query(
+        'SELECT coverage, coverage_missing FROM answer_records WHERE "stepId" = :s', {"s": steps[1]}
+    )
     assert stored == [{"coverage": "partial", "coverage_missing": '["禁忌证"]'}]
     page = render_page(m)
     assert "66.7%" in page and "<svg" in page and "3 / 4" in page
@@ -143,8 +176,15 @@ async def test_concurrent_step_writes_keep_the_final_output(layer):
     ids = [str(uuid.uuid4()) for _ in range(20)]
 
     def step(step_id: str, output: str) -> dict:
-        return {"id": step_id, "threadId": thread, "name": "检索", "type": "tool", "streaming": False,
-                "output": output, "createdAt": "2026-11-21T00:00:00Z"}
+        return {
+            "id": step_id,
+            "threadId": thread,
+            "name": "检索",
+            "type": "tool",
+            "streaming": False,
+            "output": output,
+            "createdAt": "2026-11-21T00:00:00Z",
+        }
 
     tasks = []
     for step_id in ids:

@@ -24,12 +24,26 @@ DOCS = {
 }
 
 CASES = [
-    {"question": "低浓度阿托品有哪些副作用？", "docs": ["阿托品滴眼液（测试）"], "phrases": ["畏光"],
-     "answerable": True},
-    {"question": "哪些孩子不适合验配角膜塑形镜？", "docs": ["角膜塑形镜护理（测试）"], "phrases": ["不宜验配"],
-     "answerable": True},
-    {"question": "那它怎么护理？", "history": ["角膜塑形镜有哪些禁忌证？"], "docs": ["角膜塑形镜护理（测试）"],
-     "phrases": ["护理液"], "answerable": True, "topic": ["角膜塑形镜"]},
+    {
+        "question": "低浓度阿托品有哪些副作用？",
+        "docs": ["阿托品滴眼液（测试）"],
+        "phrases": ["畏光"],
+        "answerable": True,
+    },
+    {
+        "question": "哪些孩子不适合验配角膜塑形镜？",
+        "docs": ["角膜塑形镜护理（测试）"],
+        "phrases": ["不宜验配"],
+        "answerable": True,
+    },
+    {
+        "question": "那它怎么护理？",
+        "history": ["角膜塑形镜有哪些禁忌证？"],
+        "docs": ["角膜塑形镜护理（测试）"],
+        "phrases": ["护理液"],
+        "answerable": True,
+        "topic": ["角膜塑形镜"],
+    },
     {"question": "青光眼的激光治疗方式有哪些？", "docs": [], "phrases": [], "answerable": False},
 ]
 
@@ -42,8 +56,14 @@ def test_eval_answers_scores_a_tiny_folder(tmp_path):
     cases = tmp_path / "cases.json"
     cases.write_text(json.dumps(CASES, ensure_ascii=False), encoding="utf-8")
     env = {**os.environ, "EMBEDDING_MODEL": "/nonexistent/model"}  # what a new user has: BM25-only, offline
-    out = subprocess.run([sys.executable, str(ROOT / "bench" / "eval_answers.py"), "--docs", str(docs), "--cases",
-                          str(cases), "--json"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "eval_answers.py"), "--docs", str(docs), "--cases", str(cases), "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)  # stdout holds exactly one JSON object
     assert payload["info"]["mode"] == "offline" and payload["info"]["search"] == "bm25"
@@ -59,6 +79,11 @@ def test_eval_answers_scores_a_tiny_folder(tmp_path):
 def test_a_bad_cases_file_is_refused_with_its_reason(tmp_path):
     cases = tmp_path / "cases.json"
     cases.write_text(json.dumps([{"question": "阿托品的副作用？", "answerable": True}]), encoding="utf-8")
-    out = subprocess.run([sys.executable, str(ROOT / "bench" / "eval_answers.py"), "--cases", str(cases)],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "eval_answers.py"), "--cases", str(cases)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2 and "缺少 docs 或 phrases" in out.stderr

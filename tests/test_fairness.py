@@ -53,8 +53,10 @@ async def test_a_question_with_six_judgements_runs_at_most_its_cap_at_once(kb_se
     settings = kb_settings.model_copy(update={"llm_max_concurrency_per_question": 2, "answer_cache_size": 0})
     service = TwoStageQueryService(settings, searcher, agents=build_agents(settings, models=in_process_models()))
     judges = InFlight(delay=0.2)
-    with service.agents.decomposition.override(model=decomposition_model()), \
-            service.agents.relevance_judge.override(model=judges.model()):
+    with (
+        service.agents.decomposition.override(model=decomposition_model()),
+        service.agents.relevance_judge.override(model=judges.model()),
+    ):
         await service.ask("低浓度阿托品控制近视的效果？")
     assert judges.calls == 6  # the question itself and five sub-queries were all judged …
     assert judges.peak == 2  # … never more than two at a time
@@ -64,8 +66,10 @@ async def test_two_questions_each_get_their_own_cap(kb_settings, searcher):
     settings = kb_settings.model_copy(update={"llm_max_concurrency_per_question": 2, "answer_cache_size": 0})
     service = TwoStageQueryService(settings, searcher, agents=build_agents(settings, models=in_process_models()))
     judges = InFlight(delay=0.2)
-    with service.agents.decomposition.override(model=decomposition_model()), \
-            service.agents.relevance_judge.override(model=judges.model()):
+    with (
+        service.agents.decomposition.override(model=decomposition_model()),
+        service.agents.relevance_judge.override(model=judges.model()),
+    ):
         await asyncio.gather(service.ask("低浓度阿托品控制近视的效果？"), service.ask("角膜塑形镜的护理要点？"))
     assert judges.calls >= 12 and judges.peak == 4  # two at a time each, side by side
 
@@ -96,8 +100,13 @@ async def test_a_late_insufficient_verdict_answers_without_stage_two(kb_settings
     service = TwoStageQueryService(settings, searcher, agents=build_agents(settings, models=in_process_models()))
 
     async def insufficient(messages, info: AgentInfo) -> ModelResponse:
-        verdict = {"sufficient": False, "confidence": "low", "missing_key_aspects": ["停药后反弹"],
-                   "additional_sub_queries": [{"text": "阿托品停药后的反弹", "focus": "停药"}], "reasoning": "缺停药"}
+        verdict = {
+            "sufficient": False,
+            "confidence": "low",
+            "missing_key_aspects": ["停药后反弹"],
+            "additional_sub_queries": [{"text": "阿托品停药后的反弹", "focus": "停药"}],
+            "reasoning": "缺停药",
+        }
         return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, verdict)])
 
     with service.agents.sufficiency_judge.override(model=FunctionModel(insufficient)):

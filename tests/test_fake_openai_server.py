@@ -224,9 +224,8 @@ async def test_responder_exception_is_500_without_sdk_retry():
     def responder(req: ChatRequest) -> Reply:
         raise ValueError("bug in test responder")
 
-    with FakeOpenAIServer(responder) as srv:
-        with pytest.raises(ModelHTTPError) as ei:
-            await agent_for(srv).run("q")
+    with FakeOpenAIServer(responder) as srv, pytest.raises(ModelHTTPError) as ei:
+        await agent_for(srv).run("q")
     assert ei.value.status_code == 500 and len(srv.requests) == 1
     assert isinstance(srv.errors[0], ValueError)
 

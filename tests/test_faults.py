@@ -38,10 +38,15 @@ HANG = 120.0  # seconds a hanging request would take: far beyond every budget of
 NON_LLM_WORK = 5.0
 # Per-stage budgets small enough to keep the test short, each request timeout inside its stage budget.
 SHORT_BUDGETS = {
-    "decomposition_timeout": 0.8, "decomposition_budget": 1.0,
-    "relevance_judge_timeout": 0.8, "relevance_judge_budget": 1.0,
-    "sufficiency_judge_timeout": 0.8, "sufficiency_judge_budget": 1.0,
-    "answer_generation_timeout": 0.8, "answer_generation_budget": 3.0, "answer_first_token_budget": 1.0,
+    "decomposition_timeout": 0.8,
+    "decomposition_budget": 1.0,
+    "relevance_judge_timeout": 0.8,
+    "relevance_judge_budget": 1.0,
+    "sufficiency_judge_timeout": 0.8,
+    "sufficiency_judge_budget": 1.0,
+    "answer_generation_timeout": 0.8,
+    "answer_generation_budget": 3.0,
+    "answer_first_token_budget": 1.0,
 }
 
 
@@ -133,8 +138,10 @@ async def test_stop_during_sufficiency_frees_every_task_and_llm_slot(kb_settings
     async for event in events:
         if isinstance(event, StageStarted) and event.stage == "sufficiency":
             break
-    await wait_for(lambda: agent_requests(server, "sufficiency_judge") and agent_requests(server, "answer_generation"),
-                   "the sufficiency judge and the speculative answer both at the LLM")
+    await wait_for(
+        lambda: agent_requests(server, "sufficiency_judge") and agent_requests(server, "answer_generation"),
+        "the sufficiency judge and the speculative answer both at the LLM",
+    )
     assert limiter.running_count == 2  # the question holds the whole capacity now
     await events.aclose()
     await asyncio.sleep(0)  # let cancelled HTTP streams finish closing
@@ -179,8 +186,10 @@ async def test_the_apps_stop_cancels_the_question(hanging_app, server):
     context_var.set(ChainlitContext(session, emitter=BaseChainlitEmitter(session)))
     await config.code.on_chat_start()
     handler = asyncio.create_task(config.code.on_message(cl.Message(content=QUESTION, type="user_message")))
-    await wait_for(lambda: agent_requests(server, "sufficiency_judge") and agent_requests(server, "answer_generation"),
-                   "the sufficiency judge and the speculative answer both at the LLM")
+    await wait_for(
+        lambda: agent_requests(server, "sufficiency_judge") and agent_requests(server, "answer_generation"),
+        "the sufficiency judge and the speculative answer both at the LLM",
+    )
     limiter = llm_limiter(hanging_app.service)
     assert limiter.running_count == 2
     handler.cancel()  # chainlit.socket.stop: session.current_task.cancel()
@@ -203,9 +212,12 @@ class ChromaServer:
     def start(self) -> None:
         chroma = str(Path(sys.executable).parent / "chroma")
         with self.log.open("a") as log:
-            self.process = subprocess.Popen([chroma, "run", "--path", str(self.path), "--host", "127.0.0.1",
-                                             "--port", str(self.port)], stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+            self.process = subprocess.Popen(
+                [chroma, "run", "--path", str(self.path), "--host", "127.0.0.1", "--port", str(self.port)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -250,8 +262,16 @@ def semantic_hits(events) -> int:
 
 
 async def test_vector_store_down_answers_bm25_only_with_a_notice_and_recovers(tmp_path, chroma, server):
-    settings = llm_settings(make_settings(tmp_path / "data", chroma_host="127.0.0.1", chroma_port=chroma.port,
-                                          vector_store_retry=0.5, vector_store_timeout=3.0), server.base_url)
+    settings = llm_settings(
+        make_settings(
+            tmp_path / "data",
+            chroma_host="127.0.0.1",
+            chroma_port=chroma.port,
+            vector_store_retry=0.5,
+            vector_store_timeout=3.0,
+        ),
+        server.base_url,
+    )
     kb = KnowledgeBase(settings)
     report = Ingestor(settings, kb).run([SAMPLE_KB])
     assert report.count("added") == 10

@@ -29,7 +29,7 @@ def test_sample_chunks_are_verbatim_slices_with_metadata():
     assert document.title == "低浓度阿托品临床应用指南（演示）"
     assert len(chunks) >= 5
     for position, chunk in enumerate(chunks):
-        assert chunk.text == text[chunk.start:chunk.end]  # offsets point at the exact passage
+        assert chunk.text == text[chunk.start : chunk.end]  # offsets point at the exact passage
         assert chunk.position == position
         assert chunk.source == ATROPINE and chunk.title == document.title
         assert len(chunk.text) <= 500
@@ -74,8 +74,15 @@ def test_a_sentence_longer_than_the_maximum_is_cut_at_clauses():
 
 
 def test_subsections_merge_under_one_heading_but_not_across_top_level_sections():
-    text = ("# 文档\n\n## 甲\n\n### 甲一\n\n" + "甲一内容句子。" * 10 + "\n\n### 甲二\n\n" + "甲二内容句子。" * 10
-            + "\n\n## 乙\n\n" + "乙内容句子。" * 10 + "\n")
+    text = (
+        "# 文档\n\n## 甲\n\n### 甲一\n\n"
+        + "甲一内容句子。" * 10
+        + "\n\n### 甲二\n\n"
+        + "甲二内容句子。" * 10
+        + "\n\n## 乙\n\n"
+        + "乙内容句子。" * 10
+        + "\n"
+    )
     chunks = chunk_document(parse_markdown(text, "文档"), "d.md", 300, 500)
     assert any("甲一" in c.text and "甲二" in c.text for c in chunks)  # short siblings merged, headings kept
     assert not any("甲" in c.text and "乙" in c.text for c in chunks)
@@ -112,8 +119,11 @@ def make_docx(path):
 def test_every_supported_format_loads(tmp_path):
     (tmp_path / "a.md").write_text("# 标题甲\n\n## 小节\n\n正文一句。\n", encoding="utf-8")
     (tmp_path / "b.txt").write_bytes("户外活动每天两小时有助于预防近视。".encode("gb18030"))
-    (tmp_path / "c.html").write_text("<html><head><style>x{}</style></head><body><h1>红光治疗</h1>"
-                                     "<h2>安全性</h2><p>需关注视网膜光损伤风险。</p></body></html>", encoding="utf-8")
+    (tmp_path / "c.html").write_text(
+        "<html><head><style>x{}</style></head><body><h1>红光治疗</h1>"
+        "<h2>安全性</h2><p>需关注视网膜光损伤风险。</p></body></html>",
+        encoding="utf-8",
+    )
     make_pdf(tmp_path / "d.pdf", ["角膜塑形镜夜间佩戴可暂时降低近视度数。"])
     make_docx(tmp_path / "e.docx")
 
@@ -133,8 +143,9 @@ def test_every_supported_format_loads(tmp_path):
 @pytest.fixture()
 def small_kb(tmp_path):
     docs = tmp_path / "docs"
-    shutil.copytree(SAMPLE_KB, docs,
-                    ignore=lambda d, names: [n for n in names if "阿托品" not in n and "户外" not in n])
+    shutil.copytree(
+        SAMPLE_KB, docs, ignore=lambda d, names: [n for n in names if "阿托品" not in n and "户外" not in n]
+    )
     settings = make_settings(tmp_path)
     kb = KnowledgeBase(settings)
     yield settings, kb, docs
@@ -159,8 +170,9 @@ def test_unchanged_files_do_no_work_and_changed_files_are_replaced(small_kb):
 
     atropine = docs / ATROPINE
     old_ids = set(kb.catalogue.chunk_ids(ATROPINE))
-    atropine.write_text(atropine.read_text(encoding="utf-8") + "\n## 新增小节\n\n停药前应逐渐减量以减少反弹。\n",
-                        encoding="utf-8")
+    atropine.write_text(
+        atropine.read_text(encoding="utf-8") + "\n## 新增小节\n\n停药前应逐渐减量以减少反弹。\n", encoding="utf-8"
+    )
     third = Ingestor(settings, kb).run([docs])
     assert statuses(third)[ATROPINE] == "updated"
     new_chunks = kb.catalogue.chunks_of(ATROPINE)
@@ -213,9 +225,19 @@ def test_bad_files_are_skipped_with_reasons_and_the_kb_stays_intact(small_kb, tm
     report = Ingestor(settings, kb).run([bad, docs])
     result = {r.name: r for r in report.results}
     assert result["good.pdf"].status == "added"
-    reasons = {name: result[name].detail for name in
-               ("empty.md", "broken.pdf", "locked.pdf", "image.md", "slides.pptx", "broken.docx", "scan.pdf",
-                ATROPINE)}
+    reasons = {
+        name: result[name].detail
+        for name in (
+            "empty.md",
+            "broken.pdf",
+            "locked.pdf",
+            "image.md",
+            "slides.pptx",
+            "broken.docx",
+            "scan.pdf",
+            ATROPINE,
+        )
+    }
     assert all(result[name].status == "skipped" for name in reasons)
     assert "空" in reasons["empty.md"] and "空" in reasons["scan.pdf"]
     assert "损坏" in reasons["broken.pdf"]
@@ -260,8 +282,14 @@ def test_the_ingest_command_exits_1_when_nothing_could_be_ingested(tmp_path):
     """The one command run as a real process: `python ingest.py …` and its exit status, as a script sees it."""
     (tmp_path / "notes.xyz").write_text("?", encoding="utf-8")
     env = {**os.environ, "KB_DIR": str(tmp_path / "kb"), "EMBEDDING_MODEL": "/nonexistent/model"}
-    nothing = subprocess.run([sys.executable, "ingest.py", str(tmp_path / "notes.xyz")], cwd=ROOT,
-                             capture_output=True, text=True, env=env, timeout=120)
+    nothing = subprocess.run(
+        [sys.executable, "ingest.py", str(tmp_path / "notes.xyz")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert nothing.returncode == 1, nothing.stderr  # nothing could be ingested
     assert "notes.xyz" in nothing.stdout and "不支持" in nothing.stdout
 
@@ -301,8 +329,12 @@ def test_the_hash_stored_is_of_the_bytes_that_were_parsed(tmp_path):
     import threading
     import time
 
-    halves = [("# 甲版本\n\n" + "甲版本的内容。" * 40 + "\n\n").encode(), ("甲版本的后半。" * 40 + "\n").encode(),
-              ("# 乙版本\n\n" + "乙版本内容。" * 50 + "\n\n").encode(), ("乙版本的后半。" * 60 + "\n").encode()]
+    halves = [
+        ("# 甲版本\n\n" + "甲版本的内容。" * 40 + "\n\n").encode(),
+        ("甲版本的后半。" * 40 + "\n").encode(),
+        ("# 乙版本\n\n" + "乙版本内容。" * 50 + "\n\n").encode(),
+        ("乙版本的后半。" * 60 + "\n").encode(),
+    ]
     # Every state a reader can meet: truncated (empty), first half written, whole — of either version.
     states = [halves[0], halves[0] + halves[1], halves[2], halves[2] + halves[3]]
     texts = {hashlib.sha256(state).hexdigest(): state.decode() for state in states}
@@ -345,18 +377,29 @@ def test_the_hash_stored_is_of_the_bytes_that_were_parsed(tmp_path):
 
 def test_one_writer_a_second_ingest_waits_then_gives_up(small_kb, run_cli):
     settings, kb, docs = small_kb
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from filelock import FileLock; "
-                               "lock = FileLock(sys.argv[1]); lock.acquire(); print('locked', flush=True); "
-                               "time.sleep(60)",
-                               str(kb.dir / "ingest.lock")], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from filelock import FileLock; "
+            "lock = FileLock(sys.argv[1]); lock.acquire(); print('locked', flush=True); "
+            "time.sleep(60)",
+            str(kb.dir / "ingest.lock"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         from clincite.kb import IngestBusy
 
         with pytest.raises(IngestBusy, match="另一个导入进程"):
             Ingestor(settings.model_copy(update={"ingest_lock_timeout": 0.3}), kb).run([docs])
-        busy = run_cli(ingest.main, [docs], {"KB_DIR": str(settings.kb_dir), "INGEST_LOCK_TIMEOUT": "0.3",
-                                             "EMBEDDING_MODEL": settings.embedding_model})
+        busy = run_cli(
+            ingest.main,
+            [docs],
+            {"KB_DIR": str(settings.kb_dir), "INGEST_LOCK_TIMEOUT": "0.3", "EMBEDDING_MODEL": settings.embedding_model},
+        )
         assert busy.returncode == 1 and "另一个导入进程" in busy.stderr and not busy.stdout
         assert kb.catalogue.document_count() == 0
     finally:
@@ -380,8 +423,13 @@ def test_sigkill_mid_ingest_leaves_the_catalogue_intact_and_a_rerun_heals_orphan
     (docs / "b_big.md").write_text("# 大文档\n\n" + "\n\n".join(paragraphs), encoding="utf-8")  # ~150 chunks
     settings = make_settings(tmp_path, embedding_model=TEST_MODEL)  # the real model: slow enough to kill midway
     env = {**os.environ, "KB_DIR": str(settings.kb_dir), "EMBEDDING_MODEL": TEST_MODEL}
-    proc = subprocess.Popen([sys.executable, "ingest.py", str(docs)], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "ingest.py", str(docs)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
     def counts() -> tuple[int, int]:
         """(vectors in Chroma, chunks in the catalogue), read from their SQLite files as an outsider."""
@@ -389,8 +437,10 @@ def test_sigkill_mid_ingest_leaves_the_catalogue_intact_and_a_rerun_heals_orphan
             chroma = sqlite3.connect(f"file:{settings.kb_dir / 'chroma' / 'chroma.sqlite3'}?mode=ro", uri=True)
             catalogue = sqlite3.connect(f"file:{settings.kb_dir / 'catalogue.sqlite3'}?mode=ro", uri=True)
             try:
-                return (chroma.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0],
-                        catalogue.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+                return (
+                    chroma.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0],
+                    catalogue.execute("SELECT COUNT(*) FROM chunks").fetchone()[0],
+                )
             finally:
                 chroma.close()
                 catalogue.close()
@@ -420,8 +470,9 @@ def test_sigkill_mid_ingest_leaves_the_catalogue_intact_and_a_rerun_heals_orphan
         orphans = kb.vectors(TEST_MODEL).all_ids() - set(kb.catalogue.chunk_ids())
         assert orphans, "killed after some of b_big.md's vectors were added"
 
-    rerun = subprocess.run([sys.executable, "ingest.py", str(docs)], cwd=ROOT, env=env, capture_output=True,
-                           text=True, timeout=600)
+    rerun = subprocess.run(
+        [sys.executable, "ingest.py", str(docs)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     assert rerun.returncode == 0, rerun.stderr
     assert "unchanged  a_first.md" in rerun.stdout and "added      b_big.md" in rerun.stdout
     with KnowledgeBase(settings) as kb:

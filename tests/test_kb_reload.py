@@ -47,8 +47,9 @@ def ingest_process(settings, *paths) -> subprocess.CompletedProcess:
     env = {**os.environ, "KB_DIR": str(settings.kb_dir), "EMBEDDING_MODEL": settings.embedding_model}
     if settings.chroma_host:
         env.update(CHROMA_HOST=settings.chroma_host, CHROMA_PORT=str(settings.chroma_port))
-    run = subprocess.run([sys.executable, "ingest.py", *map(str, paths)], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "ingest.py", *map(str, paths)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stderr
     return run
 
@@ -63,8 +64,17 @@ async def test_the_app_never_builds_or_saves_an_index_on_the_question_path(tmp_p
     # An ingest is midway: its catalogue commit is in, its BM25 index is not published yet.
     writer = KnowledgeBase(settings)
     chunks = chunk_document(parse_markdown(NEW_DOC, "巩膜镜验配"), "巩膜镜.md")
-    writer.catalogue.replace_document(DocumentRecord(source="巩膜镜.md", path="/nowhere/巩膜镜.md", title="巩膜镜验配",
-                                                     file_hash="x", chunk_count=len(chunks), ingested_at=0), chunks)
+    writer.catalogue.replace_document(
+        DocumentRecord(
+            source="巩膜镜.md",
+            path="/nowhere/巩膜镜.md",
+            title="巩膜镜验配",
+            file_hash="x",
+            chunk_count=len(chunks),
+            ingested_at=0,
+        ),
+        chunks,
+    )
     writer.close()
     assert searcher.version > published  # the catalogue is newer than the published index …
     started = time.perf_counter()
@@ -120,8 +130,11 @@ class ChromaServer:
 
     def start(self) -> None:
         chroma = os.path.join(os.path.dirname(sys.executable), "chroma")
-        self.proc = subprocess.Popen([chroma, "run", "--path", str(self.path), "--host", "127.0.0.1",
-                                      "--port", str(self.port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [chroma, "run", "--path", str(self.path), "--host", "127.0.0.1", "--port", str(self.port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.time() + 60
         while time.time() < deadline:
             try:
@@ -151,8 +164,13 @@ def chroma_server(tmp_path):
 
 
 async def test_vector_store_down_means_bm25_only_for_that_question_and_recovers_by_itself(tmp_path, chroma_server):
-    settings = make_settings(tmp_path, chroma_host="127.0.0.1", chroma_port=chroma_server.port,
-                             vector_store_retry=1.0, vector_store_timeout=5.0)
+    settings = make_settings(
+        tmp_path,
+        chroma_host="127.0.0.1",
+        chroma_port=chroma_server.port,
+        vector_store_retry=1.0,
+        vector_store_timeout=5.0,
+    )
     ingest_process(settings, SAMPLE_KB / ATROPINE, SAMPLE_KB / ORTHO_K)
     searcher = HybridSearcher(settings, KnowledgeBase(settings))
     up = await searcher.search_many(["低浓度阿托品的副作用有哪些"])

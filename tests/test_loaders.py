@@ -65,7 +65,7 @@ def test_pdf_chunks_carry_their_pages(files):
     page3 = [c for c in chunks if rf.PDF_PAGE3_SENTENCE in c.text]
     assert page3 and page3[0].pages == [3, 3]
     for chunk in chunks:
-        assert chunk.text == document.text[chunk.start:chunk.end]
+        assert chunk.text == document.text[chunk.start : chunk.end]
 
 
 def test_a_sentence_running_over_a_page_break_is_one_sentence_on_both_pages(tmp_path):
@@ -110,7 +110,7 @@ def test_docx_keeps_its_dosing_table_and_style_headings(files):
     assert document.title == "阿托品用药方案（演示）"
     assert rf.DOCX_ROW in document.text.splitlines()
     assert document.page_starts is None
-    table_section = next(s for s in document.sections if rf.DOCX_ROW in document.text[s.start:s.end])
+    table_section = next(s for s in document.sections if rf.DOCX_ROW in document.text[s.start : s.end])
     assert table_section.heading_path == ["按体重的演示剂量"]
 
 
@@ -126,8 +126,9 @@ def test_html_main_content_without_furniture_title_from_the_page(files):
 # --- text encodings -----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("key, sentence", [("big5", rf.BIG5_TEXT), ("gb18030", rf.GB18030_TEXT),
-                                           ("utf16", rf.UTF16_TEXT)])
+@pytest.mark.parametrize(
+    "key, sentence", [("big5", rf.BIG5_TEXT), ("gb18030", rf.GB18030_TEXT), ("utf16", rf.UTF16_TEXT)]
+)
 def test_chinese_encodings_are_detected(files, key, sentence):
     document = load_document(files[key])
     assert sentence in document.text
@@ -144,23 +145,29 @@ def test_undetectable_bytes_are_skipped_not_indexed_as_garbage(tmp_path):
 
 
 def test_table_lines_repeat_the_header_into_every_row():
-    assert table_lines([["药物", "剂量"], ["甲", "1 mg"], ["乙", ""]]) == ["药物 | 剂量", "药物：甲 | 剂量：1 mg",
-                                                                         "药物：乙"]
+    assert table_lines([["药物", "剂量"], ["甲", "1 mg"], ["乙", ""]]) == [
+        "药物 | 剂量",
+        "药物：甲 | 剂量：1 mg",
+        "药物：乙",
+    ]
     assert table_lines([["只有一列"], ["值"]]) == ["只有一列", "值"]
 
 
 # --- the KB: ingest, retrieve, names ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("question, source, text, pages", [
-    ("高度近视儿童多久做一次散瞳眼底检查", rf.PDF_NAME, rf.PDF_PAGE3_SENTENCE, [3, 3]),
-    ("0.01%阿托品的复查间隔", rf.PDF_NAME, rf.PDF_TABLE_ROW, [2, 2]),
-    ("体重20–30 kg 的演示剂量是多少", rf.DOCX_NAME, rf.DOCX_ROW, None),
-    ("角膜塑形镜揉搓清洗的要点", rf.HTML_NAME, rf.HTML_ROW, None),
-    ("每天戶外活動時間", rf.BIG5_NAME, rf.BIG5_TEXT, None),
-    ("红光治疗期间复查眼底", rf.GB18030_NAME, rf.GB18030_TEXT, None),
-    ("睫状肌麻痹验光", rf.UTF16_NAME, rf.UTF16_TEXT, None),
-])
+@pytest.mark.parametrize(
+    "question, source, text, pages",
+    [
+        ("高度近视儿童多久做一次散瞳眼底检查", rf.PDF_NAME, rf.PDF_PAGE3_SENTENCE, [3, 3]),
+        ("0.01%阿托品的复查间隔", rf.PDF_NAME, rf.PDF_TABLE_ROW, [2, 2]),
+        ("体重20–30 kg 的演示剂量是多少", rf.DOCX_NAME, rf.DOCX_ROW, None),
+        ("角膜塑形镜揉搓清洗的要点", rf.HTML_NAME, rf.HTML_ROW, None),
+        ("每天戶外活動時間", rf.BIG5_NAME, rf.BIG5_TEXT, None),
+        ("红光治疗期间复查眼底", rf.GB18030_NAME, rf.GB18030_TEXT, None),
+        ("睫状肌麻痹验光", rf.UTF16_NAME, rf.UTF16_TEXT, None),
+    ],
+)
 async def test_each_file_is_retrieved_with_its_page_row_and_text(real_kb, question, source, text, pages):
     settings, kb = real_kb
     hits = await HybridSearcher(settings, kb).search(question, mode="bm25")
@@ -190,17 +197,21 @@ def test_citing_a_document_by_its_title_verifies(real_kb):
     from clincite.citation_check import check_citations
 
     _, kb = real_kb
-    answer = (f"**【1】护理要点**\n说明：演示。\n来源：《{rf.HTML_TITLE}》\n"
-              "原文：“每次摘镜后用护理液揉搓镜片两面各20秒”")
+    answer = f"**【1】护理要点**\n说明：演示。\n来源：《{rf.HTML_TITLE}》\n原文：“每次摘镜后用护理液揉搓镜片两面各20秒”"
     [citation] = check_citations(answer, kb.catalogue)
     assert citation.verified and citation.chunk_id and citation.heading_path == ["日常护理步骤"]
 
 
 def test_retrieve_json_has_title_heading_path_and_pages(real_kb):
     settings, kb = real_kb
-    out = subprocess.run([sys.executable, "query.py", "高度近视儿童散瞳眼底检查", "--retrieve", "--json", "--kb",
-                          str(kb.dir)], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                         env={**__import__("os").environ, "EMBEDDING_MODEL": settings.embedding_model})
+    out = subprocess.run(
+        [sys.executable, "query.py", "高度近视儿童散瞳眼底检查", "--retrieve", "--json", "--kb", str(kb.dir)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "EMBEDDING_MODEL": settings.embedding_model},
+    )
     assert out.returncode == 0, out.stderr
     top = json.loads(out.stdout)["hits"][0]
     assert top["source"] == rf.PDF_NAME and top["title"] == "儿童近视防控指南（演示）"

@@ -83,11 +83,24 @@ def test_an_old_kb_catalogue_is_upgraded_in_place_and_keeps_its_passages(tmp_pat
     path = settings.kb_dir / CATALOGUE_FILE
     with sqlite3.connect(path) as old:  # what the old kb.py wrote at its first ingest
         old.executescript(OLD_CATALOGUE_SCHEMA)
-        old.execute("INSERT INTO documents VALUES (?,?,?,?,?,?)",
-                    (SOURCE, f"/docs/{SOURCE}", "近视管理白皮书（2025）", "f" * 64, 1, 1_700_000_000.0))
-        old.execute("INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?)",
-                    ("c0ffee0000000000beef", SOURCE, "近视管理白皮书（2025）", json.dumps(["药物干预"]), 0, 0,
-                     len(PASSAGE), PASSAGE, "a" * 64))
+        old.execute(
+            "INSERT INTO documents VALUES (?,?,?,?,?,?)",
+            (SOURCE, f"/docs/{SOURCE}", "近视管理白皮书（2025）", "f" * 64, 1, 1_700_000_000.0),
+        )
+        old.execute(
+            "INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                "c0ffee0000000000beef",
+                SOURCE,
+                "近视管理白皮书（2025）",
+                json.dumps(["药物干预"]),
+                0,
+                0,
+                len(PASSAGE),
+                PASSAGE,
+                "a" * 64,
+            ),
+        )
         old.execute("INSERT INTO meta(key, value) VALUES('version', '7')")
     old.close()
 
@@ -120,21 +133,58 @@ async def test_an_old_app_database_is_upgraded_in_place_and_keeps_threads_feedba
     with sqlite3.connect(path) as old:  # what the old datalayer.py wrote: one rated answer in one thread
         for statement in OLD_APP_SCHEMA:
             old.execute(statement)
-        old.execute('INSERT INTO users (id, identifier, metadata, "createdAt") VALUES (?,?,?,?)',
-                    (user, "doctor_a", "{}", "2026-11-01T08:00:00Z"))
-        old.execute('INSERT INTO threads (id, "createdAt", name, "userId", "userIdentifier", metadata) '
-                    "VALUES (?,?,?,?,?,?)", (thread, "2026-11-01T08:00:00Z", "阿托品", user, "doctor_a", "{}"))
-        old.execute('INSERT INTO steps (id, name, type, "threadId", streaming, output, "createdAt") '
-                    "VALUES (?,?,?,?,?,?,?)", (step, "ClinCite", "assistant_message", thread, False,
-                                                "**TL;DR：** 0.05% 效果最好。", "2026-11-01T08:00:05Z"))
-        old.execute('INSERT INTO feedbacks (id, "forId", "threadId", value, comment) VALUES (?,?,?,?,?)',
-                    (str(uuid.uuid4()), step, thread, 1, "引用准确"))
-        old.execute('INSERT INTO answer_records (id, "stepId", "threadId", "userIdentifier", "createdAt", question, '
-                    "mode, search_mode, cached, ttft, total, timings, sub_queries, stage2, degradations, "
-                    "degradation_count, citations, unverified_citations, input_tokens, output_tokens) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (str(uuid.uuid4()), step, thread, "doctor_a", "2026-11-01T08:00:05Z", "阿托品的效果？", "llm",
-                     "hybrid", False, 1.5, 6.0, "{}", 2, False, "[]", 0, 3, 0, 900, 300))
+        old.execute(
+            'INSERT INTO users (id, identifier, metadata, "createdAt") VALUES (?,?,?,?)',
+            (user, "doctor_a", "{}", "2026-11-01T08:00:00Z"),
+        )
+        old.execute(
+            'INSERT INTO threads (id, "createdAt", name, "userId", "userIdentifier", metadata) VALUES (?,?,?,?,?,?)',
+            (thread, "2026-11-01T08:00:00Z", "阿托品", user, "doctor_a", "{}"),
+        )
+        old.execute(
+            'INSERT INTO steps (id, name, type, "threadId", streaming, output, "createdAt") VALUES (?,?,?,?,?,?,?)',
+            (
+                step,
+                "ClinCite",
+                "assistant_message",
+                thread,
+                False,
+                "**TL;DR：** 0.05% 效果最好。",
+                "2026-11-01T08:00:05Z",
+            ),
+        )
+        old.execute(
+            'INSERT INTO feedbacks (id, "forId", "threadId", value, comment) VALUES (?,?,?,?,?)',
+            (str(uuid.uuid4()), step, thread, 1, "引用准确"),
+        )
+        old.execute(
+            'INSERT INTO answer_records (id, "stepId", "threadId", "userIdentifier", "createdAt", question, '
+            "mode, search_mode, cached, ttft, total, timings, sub_queries, stage2, degradations, "
+            "degradation_count, citations, unverified_citations, input_tokens, output_tokens) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                str(uuid.uuid4()),
+                step,
+                thread,
+                "doctor_a",
+                "2026-11-01T08:00:05Z",
+                "阿托品的效果？",
+                "llm",
+                "hybrid",
+                False,
+                1.5,
+                6.0,
+                "{}",
+                2,
+                False,
+                "[]",
+                0,
+                3,
+                0,
+                900,
+                300,
+            ),
+        )
     old.close()
 
     assert await ensure_schema(settings.db_url) == app_migrations.latest  # what the app does at start

@@ -21,8 +21,13 @@ from clincite.search import HybridSearcher
 
 
 def run_ingest(*paths, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "ingest.py", *map(str, paths)], cwd=ROOT, capture_output=True,
-                          env={**os.environ, **env}, timeout=600)
+    return subprocess.run(
+        [sys.executable, "ingest.py", *map(str, paths)],
+        cwd=ROOT,
+        capture_output=True,
+        env={**os.environ, **env},
+        timeout=600,
+    )
 
 
 def parse(stdout: bytes) -> dict[str, tuple[str, str]]:
@@ -84,8 +89,9 @@ async def test_the_nasty_corpus_cannot_hurt_the_kb(tmp_path):
         assert kb.vectors(settings.embedding_model).all_ids() == set(kb.catalogue.chunk_ids())
     check = sqlite3.connect(settings.kb_dir / "catalogue.sqlite3")
     assert check.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    assert check.execute("SELECT COUNT(*) FROM chunks WHERE source NOT IN (SELECT source FROM documents)"
-                         ).fetchone() == (0,)
+    assert check.execute(
+        "SELECT COUNT(*) FROM chunks WHERE source NOT IN (SELECT source FROM documents)"
+    ).fetchone() == (0,)
     check.close()
 
     searcher = HybridSearcher(settings, KnowledgeBase(settings))
@@ -95,6 +101,6 @@ async def test_the_nasty_corpus_cannot_hurt_the_kb(tmp_path):
     assert (await searcher.search("角膜塑形镜 感染 护理"))[0].source == ORTHO_K
 
     again = parse(run_ingest(tmp_path / "corpus", env=env).stdout)  # a rerun: nothing new, the same reasons
-    assert {n for n, (s, _) in again.items() if s == "unchanged"} == {n for n, e in manifest.items()
-                                                                        if e.status == "added"}
-
+    assert {n for n, (s, _) in again.items() if s == "unchanged"} == {
+        n for n, e in manifest.items() if e.status == "added"
+    }

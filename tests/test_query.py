@@ -59,7 +59,7 @@ def structured(build, delay: float = 0.0, fail: Exception | None = None, calls: 
         payload = json.dumps(await answer(messages), ensure_ascii=False)
         yield {0: DeltaToolCall(name=info.output_tools[0].name, tool_call_id="t")}
         for i in range(0, len(payload), 10):
-            yield {0: DeltaToolCall(json_args=payload[i:i + 10])}
+            yield {0: DeltaToolCall(json_args=payload[i : i + 10])}
 
     return FunctionModel(respond, stream_function=stream)
 
@@ -77,8 +77,9 @@ def text_model(pieces_for, delay: float = 0.0) -> FunctionModel:
             yield piece
 
     async def respond(messages, info: AgentInfo) -> ModelResponse:
-        return ModelResponse(parts=[TextPart("".join(p for p in pieces_for(last_prompt(messages), 0)
-                                                     if isinstance(p, str)))])
+        return ModelResponse(
+            parts=[TextPart("".join(p for p in pieces_for(last_prompt(messages), 0) if isinstance(p, str)))]
+        )
 
     model = FunctionModel(respond, stream_function=stream)
     model.calls = calls
@@ -109,15 +110,25 @@ async def collect(service, question=QUESTION, history=None):
 
 
 def sufficient(_prompt):
-    return {"sufficient": True, "confidence": "high", "covered_aspects": ["疗效", "副作用"],
-            "missing_key_aspects": [], "additional_sub_queries": [], "reasoning": "证据覆盖了疗效与副作用。"}
+    return {
+        "sufficient": True,
+        "confidence": "high",
+        "covered_aspects": ["疗效", "副作用"],
+        "missing_key_aspects": [],
+        "additional_sub_queries": [],
+        "reasoning": "证据覆盖了疗效与副作用。",
+    }
 
 
 def insufficient(_prompt):
-    return {"sufficient": False, "confidence": "medium", "covered_aspects": ["疗效"],
-            "missing_key_aspects": ["停药后反弹"],
-            "additional_sub_queries": [{"text": "停用低浓度阿托品后可能出现近视反弹", "focus": "注意事项"}],
-            "reasoning": "缺少停药反弹的信息。"}
+    return {
+        "sufficient": False,
+        "confidence": "medium",
+        "covered_aspects": ["疗效"],
+        "missing_key_aspects": ["停药后反弹"],
+        "additional_sub_queries": [{"text": "停用低浓度阿托品后可能出现近视反弹", "focus": "注意事项"}],
+        "reasoning": "缺少停药反弹的信息。",
+    }
 
 
 # --- stages ----------------------------------------------------------------------------------------------------
@@ -158,8 +169,10 @@ async def test_stage2_runs_only_when_the_verdict_asks_for_it(service):
 
 async def test_stage2_judges_only_passages_stage1_has_not_judged(service):
     def wants_ortho_k_too(_prompt):  # a stage-2 query whose hits mix stage-1 passages (atropine) and new ones
-        return {**insufficient(_prompt), "additional_sub_queries": [
-            {"text": "低浓度阿托品联合角膜塑形镜控制近视", "focus": "联合治疗"}]}
+        return {
+            **insufficient(_prompt),
+            "additional_sub_queries": [{"text": "低浓度阿托品联合角膜塑形镜控制近视", "focus": "联合治疗"}],
+        }
 
     with service.agents.sufficiency_judge.override(model=structured(wants_ortho_k_too)):
         events, _ = await collect(service)
@@ -176,21 +189,26 @@ async def test_stage2_judges_only_passages_stage1_has_not_judged(service):
 
 async def test_judges_start_as_sub_queries_arrive_and_run_concurrently(service):
     agents = service.agents
-    drafts = [{"text": "低浓度阿托品延缓近视进展的疗效", "focus": "疗效数据"},
-              {"text": "低浓度阿托品常见不良反应包括畏光和近视力下降", "focus": "不良反应"},
-              {"text": "使用低浓度阿托品期间的随访间隔", "focus": "随访"}]
+    drafts = [
+        {"text": "低浓度阿托品延缓近视进展的疗效", "focus": "疗效数据"},
+        {"text": "低浓度阿托品常见不良反应包括畏光和近视力下降", "focus": "不良反应"},
+        {"text": "使用低浓度阿托品期间的随访间隔", "focus": "随访"},
+    ]
     payload = json.dumps({"sub_queries": drafts}, ensure_ascii=False)
 
     async def slow_stream(messages, info: AgentInfo):
         yield {0: DeltaToolCall(name=info.output_tools[0].name, tool_call_id="d")}
         for i in range(0, len(payload), 8):  # ~0.5 s of simulated token latency in all
             await asyncio.sleep(0.02)
-            yield {0: DeltaToolCall(json_args=payload[i:i + 8])}
+            yield {0: DeltaToolCall(json_args=payload[i : i + 8])}
 
     decomposition = FunctionModel(stream_function=slow_stream)
     judge = structured(judge_reply, delay=0.3)
-    with agents.decomposition.override(model=decomposition), agents.relevance_judge.override(model=judge), \
-            agents.sufficiency_judge.override(model=structured(sufficient)):
+    with (
+        agents.decomposition.override(model=decomposition),
+        agents.relevance_judge.override(model=judge),
+        agents.sufficiency_judge.override(model=structured(sufficient)),
+    ):
         events, _ = await collect(service)
 
     order = [(type(e).__name__, getattr(getattr(e, "sub_query", None), "id", None)) for e in events]
@@ -208,8 +226,10 @@ async def test_follow_up_reaches_the_decomposition_with_history(service):
     from clincite.shapes import ChatTurn
 
     calls: list[str] = []
-    history = [ChatTurn(role="user", content="低浓度阿托品控制近视的效果如何？"),
-               ChatTurn(role="assistant", content="**TL;DR：** 0.05% 效果最好。")]
+    history = [
+        ChatTurn(role="user", content="低浓度阿托品控制近视的效果如何？"),
+        ChatTurn(role="assistant", content="**TL;DR：** 0.05% 效果最好。"),
+    ]
     with service.agents.decomposition.override(model=structured(decompose_reply, calls=calls)):
         _, result = await collect(service, "那副作用呢？", history)
     assert "低浓度阿托品控制近视的效果如何" in calls[0] and "那副作用呢" in calls[0]
@@ -297,8 +317,10 @@ async def test_a_speculative_answer_never_reaches_the_user_when_stage2_runs(serv
         return ["SPECULATIVE-TEXT ", "不应出现"] if call == 1 else ["FINAL-ANSWER ", "**TL;DR：** 含第二阶段证据。"]
 
     answer = text_model(pieces)
-    with service.agents.sufficiency_judge.override(model=structured(insufficient, delay=0.3)), \
-            service.agents.answer_generation.override(model=answer):
+    with (
+        service.agents.sufficiency_judge.override(model=structured(insufficient, delay=0.3)),
+        service.agents.answer_generation.override(model=answer),
+    ):
         events, result = await collect(service)
     assert len(answer.calls) == 2, "the speculative answer ran while the sufficiency judge was thinking"
     streamed = "".join(e.text for e in events if isinstance(e, AnswerToken))
@@ -311,8 +333,10 @@ async def test_a_speculative_answer_never_reaches_the_user_when_stage2_runs(serv
 
 async def test_a_sufficient_verdict_releases_the_speculative_answer(service):
     answer = text_model(lambda p, n: ["**TL;DR：** 已生成。"])
-    with service.agents.sufficiency_judge.override(model=structured(sufficient, delay=0.2)), \
-            service.agents.answer_generation.override(model=answer):
+    with (
+        service.agents.sufficiency_judge.override(model=structured(sufficient, delay=0.2)),
+        service.agents.answer_generation.override(model=answer),
+    ):
         events, result = await collect(service)
     assert len(answer.calls) == 1
     assert result.answer == "**TL;DR：** 已生成。"
@@ -322,10 +346,12 @@ async def test_a_sufficient_verdict_releases_the_speculative_answer(service):
 
 
 async def test_quotes_not_in_the_source_are_flagged(service):
-    report = ("**TL;DR：** 示例【1】【2】\n\n### 完整结论\n示例。\n\n### 论据与来源\n"
-              "**【1】真实原文**\n说明：x\n来源：《低浓度阿托品临床应用指南（演示）》\n"
-              "原文：“低浓度阿托品总体安全性良好，但仍可能出现以下副作用”\n\n"
-              "**【2】编造原文**\n说明：x\n来源：《低浓度阿托品临床应用指南（演示）》\n原文：“阿托品可以完全治愈近视。”\n")
+    report = (
+        "**TL;DR：** 示例【1】【2】\n\n### 完整结论\n示例。\n\n### 论据与来源\n"
+        "**【1】真实原文**\n说明：x\n来源：《低浓度阿托品临床应用指南（演示）》\n"
+        "原文：“低浓度阿托品总体安全性良好，但仍可能出现以下副作用”\n\n"
+        "**【2】编造原文**\n说明：x\n来源：《低浓度阿托品临床应用指南（演示）》\n原文：“阿托品可以完全治愈近视。”\n"
+    )
     with service.agents.answer_generation.override(model=text_model(lambda p, n: [report])):
         _, result = await collect(service)
     verified = {c.number: c.verified for c in result.citations}
@@ -363,8 +389,18 @@ def test_cli_json_matches_the_contract(kb_settings, sample_kb, run_cli):
     out = run_cli(query.main, [QUESTION, "--json", "--kb", kb_settings.kb_dir], env)
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)
-    assert {"question", "mode", "sub_queries", "analyses", "sufficiency", "stage2_queries", "answer", "citations",
-            "timings", "usage"} <= set(payload)
+    assert {
+        "question",
+        "mode",
+        "sub_queries",
+        "analyses",
+        "sufficiency",
+        "stage2_queries",
+        "answer",
+        "citations",
+        "timings",
+        "usage",
+    } <= set(payload)
     assert payload["mode"] == "offline"
     assert set(payload["analyses"][0]) >= {"sub_query", "sub_answer", "confidence", "missing", "extracts"}
     assert set(payload["analyses"][0]["extracts"][0]) == {"source", "chunk_id", "text"}

@@ -124,15 +124,24 @@ async def test_an_answer_stream_cut_midway_keeps_what_arrived(kb_settings, searc
 
 
 def test_cli_runs_through_http_when_a_base_url_is_set(kb_settings, sample_kb, server, run_cli):
-    env = {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.base_url,
-           **{f"{a.upper()}_MODEL": f"fake-{a}" for a in ("decomposition", "relevance_judge", "sufficiency_judge",
-                                                          "answer_generation")}}
+    env = {
+        "OPENAI_API_KEY": "test-key",
+        "OPENAI_BASE_URL": server.base_url,
+        **{
+            f"{a.upper()}_MODEL": f"fake-{a}"
+            for a in ("decomposition", "relevance_judge", "sufficiency_judge", "answer_generation")
+        },
+    }
     out = run_cli(query.main, [QUESTION, "--json", "--kb", kb_settings.kb_dir], env)
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)
     assert payload["mode"] == "llm" and payload["citations"]
-    assert {r.model for r in server.requests} == {"fake-decomposition", "fake-relevance_judge",
-                                                  "fake-sufficiency_judge", "fake-answer_generation"}
+    assert {r.model for r in server.requests} == {
+        "fake-decomposition",
+        "fake-relevance_judge",
+        "fake-sufficiency_judge",
+        "fake-answer_generation",
+    }
 
 
 async def test_no_evidence_abstains_without_calling_the_answer_model(kb_settings, searcher, server):
@@ -149,11 +158,15 @@ async def test_no_evidence_abstains_without_calling_the_answer_model(kb_settings
     assert streamed == result.answer
 
 
-async def test_missing_aspects_after_stage2_reach_the_answer_prompt_and_the_report(kb_settings, searcher, server,
-                                                                                    llm):
-    llm.verdict = {"sufficient": False, "confidence": "medium", "covered_aspects": ["疗效", "副作用"],
-                   "missing_key_aspects": ["成人使用的长期安全性"], "reasoning": "缺少成人长期使用的证据。",
-                   "additional_sub_queries": [{"text": "成人长期使用低浓度阿托品的安全性数据", "focus": "成人安全性"}]}
+async def test_missing_aspects_after_stage2_reach_the_answer_prompt_and_the_report(kb_settings, searcher, server, llm):
+    llm.verdict = {
+        "sufficient": False,
+        "confidence": "medium",
+        "covered_aspects": ["疗效", "副作用"],
+        "missing_key_aspects": ["成人使用的长期安全性"],
+        "reasoning": "缺少成人长期使用的证据。",
+        "additional_sub_queries": [{"text": "成人长期使用低浓度阿托品的安全性数据", "focus": "成人安全性"}],
+    }
     _, result = await run(make_service(kb_settings, searcher, server))
     assert [q.text for q in result.stage2_queries] == ["成人长期使用低浓度阿托品的安全性数据"]
     answer_requests = agent_requests(server, "answer_generation")  # the last one: after stage 2
@@ -173,5 +186,6 @@ async def test_a_late_first_token_gives_the_extractive_report(kb_settings, searc
     assert result.answer.startswith("> ⚠️ 回答模型在 0.5 秒内没有开始输出")
     assert "### 论据与来源" in result.answer and "畏光" in result.answer
     assert result.citations and all(c.verified for c in result.citations), [
-        (c.source, c.quote) for c in result.citations if not c.verified]
+        (c.source, c.quote) for c in result.citations if not c.verified
+    ]
     assert result.timings["ttft"] < 2.5, "the clinician did not wait for the late model"

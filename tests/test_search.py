@@ -129,8 +129,17 @@ def test_retrieve_cli_prints_hits_as_json(kb_settings, sample_kb, run_cli):
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)
     assert payload["hits"][0]["source"] == ATROPINE
-    assert set(payload["hits"][0]) == {"chunk_id", "source", "title", "heading_path", "pages", "text", "bm25",
-                                       "semantic", "found_by"}
+    assert set(payload["hits"][0]) == {
+        "chunk_id",
+        "source",
+        "title",
+        "heading_path",
+        "pages",
+        "text",
+        "bm25",
+        "semantic",
+        "found_by",
+    }
 
 
 async def test_the_real_model_finds_passages_by_meaning(tmp_path, real_embedder):
@@ -151,8 +160,11 @@ async def test_the_real_model_finds_passages_by_meaning(tmp_path, real_embedder)
 def chroma_server(tmp_path):
     port = free_port()
     chroma = os.path.join(os.path.dirname(sys.executable), "chroma")
-    proc = subprocess.Popen([chroma, "run", "--path", str(tmp_path / "server"), "--host", "127.0.0.1",
-                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [chroma, "run", "--path", str(tmp_path / "server"), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 60
     while time.time() < deadline:
         try:

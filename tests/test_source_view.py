@@ -27,27 +27,47 @@ from clincite.web.sources import highlighted_markdown, locate_quote, source_mark
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 USER, PASSWORD = "doctor_src", "password-src-123"
-QUESTIONS = ["高度近视儿童多久做一次散瞳眼底检查？", "体重20–30 kg 的演示剂量是多少？",
-             "角膜塑形镜揉搓清洗有什么要点？"]
+QUESTIONS = [
+    "高度近视儿童多久做一次散瞳眼底检查？",
+    "体重20–30 kg 的演示剂量是多少？",
+    "角膜塑形镜揉搓清洗有什么要点？",
+]
 
 
 # --- the side-panel content (no browser) -------------------------------------------------------------------------
 
 
 def _chunk(text: str, pages=None) -> Chunk:
-    return Chunk(id="c1", source="儿童近视防控指南（演示）.pdf", title="儿童近视防控指南（演示）",
-                 heading_path=["三、高度近视的随访"], position=0, start=0, end=len(text), text=text,
-                 content_hash="h", pages=pages)
+    return Chunk(
+        id="c1",
+        source="儿童近视防控指南（演示）.pdf",
+        title="儿童近视防控指南（演示）",
+        heading_path=["三、高度近视的随访"],
+        position=0,
+        start=0,
+        end=len(text),
+        text=text,
+        content_hash="h",
+        pages=pages,
+    )
 
 
 def test_the_quote_is_highlighted_in_place_and_document_text_stays_inert():
     text = "高度近视风险较高。高度近视儿童建议每年至少进行一次散瞳眼底检查。[链接](http://x.example) ![图](a.png)"
     quote = "高度近视儿童建议每年至少进行一次散瞳眼底检查"
     span = locate_quote(text, quote)
-    assert span and text[span[0]:span[1]] == quote
+    assert span and text[span[0] : span[1]] == quote
     shown = highlighted_markdown(text, span)
     assert f"***{quote}***" in shown
     assert "](http" not in shown and "![" not in shown  # links and images from the document are inert
@@ -57,8 +77,16 @@ def test_the_quote_is_highlighted_in_place_and_document_text_stays_inert():
 
 def test_source_markdown_names_title_section_page_item_and_links():
     text = "高度近视儿童建议每年至少进行一次散瞳眼底检查。"
-    citation = Citation(number=2, title="随访频率", source="儿童近视防控指南（演示）", quote=text[:-1],
-                        chunk_id="c1", heading_path=["三、高度近视的随访"], pages=[3, 3], verified=True)
+    citation = Citation(
+        number=2,
+        title="随访频率",
+        source="儿童近视防控指南（演示）",
+        quote=text[:-1],
+        chunk_id="c1",
+        heading_path=["三、高度近视的随访"],
+        pages=[3, 3],
+        verified=True,
+    )
     content = source_markdown(citation, _chunk(text, [3, 3]))
     assert content.startswith("#### 《儿童近视防控指南（演示）》 · 三、高度近视的随访 · 第 3 页")
     assert "支持的论据：【2】随访频率" in content and "原文逐字核对" in content
@@ -93,15 +121,35 @@ def app_server(tmp_path_factory):
     (app_root / "chainlit.md").symlink_to(ROOT / "chainlit.md")
     port = free_port()
     env = {key: value for key, value in os.environ.items() if key != "CI"}  # CI=true puts Chainlit in CI mode
-    env.update({"CHAINLIT_APP_ROOT": str(app_root), "DATA_DIR": str(data), "SAMPLE_KB_DIR": str(docs),
-                "EMBEDDING_MODEL": TEST_MODEL,
-                "SEMANTIC_THRESHOLD": "0", "CHAINLIT_AUTH_SECRET": "source-view-secret-" + "x" * 40})
-    subprocess.run([sys.executable, "-m", "clincite.users", "add", USER], input=f"{PASSWORD}\n{PASSWORD}\n",
-                   cwd=ROOT, env=env, check=True, capture_output=True, text=True, timeout=60)
+    env.update(
+        {
+            "CHAINLIT_APP_ROOT": str(app_root),
+            "DATA_DIR": str(data),
+            "SAMPLE_KB_DIR": str(docs),
+            "EMBEDDING_MODEL": TEST_MODEL,
+            "SEMANTIC_THRESHOLD": "0",
+            "CHAINLIT_AUTH_SECRET": "source-view-secret-" + "x" * 40,
+        }
+    )
+    subprocess.run(
+        [sys.executable, "-m", "clincite.users", "add", USER],
+        input=f"{PASSWORD}\n{PASSWORD}\n",
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     log = open(data / "server.log", "w")  # noqa: SIM115 - the server writes to it until the fixture ends
     chainlit = os.path.join(os.path.dirname(sys.executable), "chainlit")
-    server = subprocess.Popen([chainlit, "run", str(ROOT / "app.py"), "-h", "--host", "127.0.0.1", "--port", str(port)],
-                              cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [chainlit, "run", str(ROOT / "app.py"), "-h", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 240
     while time.time() < deadline:
@@ -136,7 +184,8 @@ def panel_shot(page, name: str) -> None:
                    if (!el) return false;
                    const box = el.getBoundingClientRect();
                    return box.width > 0 && box.right <= window.innerWidth + 1 && box.left >= 0; }""",
-        timeout=10_000)
+        timeout=10_000,
+    )
     page.wait_for_timeout(500)
     shot(page, name)
 
@@ -144,10 +193,14 @@ def panel_shot(page, name: str) -> None:
 def watch_errors(page, base: str, errors: list[str]) -> None:
     """Every 4xx/5xx answer of the app, and every console error about one. (Chainlit's login page probes /user and
     gets 401 by design, so this starts after login; resources on other hosts fail here only for want of a network.)"""
-    page.on("response", lambda r: errors.append(f"{r.status} {r.url}")
-            if r.status >= 400 and r.url.startswith(base) else None)
-    page.on("console", lambda m: errors.append(f"console: {m.text}")
-            if m.type == "error" and "status of" in m.text else None)
+    page.on(
+        "response",
+        lambda r: errors.append(f"{r.status} {r.url}") if r.status >= 400 and r.url.startswith(base) else None,
+    )
+    page.on(
+        "console",
+        lambda m: errors.append(f"console: {m.text}") if m.type == "error" and "status of" in m.text else None,
+    )
 
 
 def ask(page, question: str, answers_before: int):
@@ -285,8 +338,9 @@ def test_source_view_reload_and_clean_first_screen(app_server):
         context.close()
 
         # On a phone: the panel is opened by a click only and can be closed again.
-        phone = browser.new_context(locale="zh-CN", viewport={"width": 390, "height": 844}, is_mobile=True,
-                                    has_touch=True)
+        phone = browser.new_context(
+            locale="zh-CN", viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True
+        )
         mobile = phone.new_page()
         mobile.goto(base)  # the login cookie is per context: log in again
         mobile.fill("#email", USER)

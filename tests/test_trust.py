@@ -53,11 +53,17 @@ def test_queries_and_documents_are_encoded_with_their_prompts():
 
 def test_the_same_passage_in_two_documents_takes_one_slot():
     def hit(cid, source, text, score):
-        return Hit(chunk_id=cid, source=source, title=source, heading_path=[], text=text, found_by=["bm25"],
-                   score=score)
+        return Hit(
+            chunk_id=cid, source=source, title=source, heading_path=[], text=text, found_by=["bm25"], score=score
+        )
 
-    merged = merge_duplicates([hit("a", "指南.md", "阿托品 每晚 一滴。", 0.03),
-                               hit("b", "副本.md", "阿托品 每晚一滴。", 0.02), hit("c", "指南.md", "另一段。", 0.01)])
+    merged = merge_duplicates(
+        [
+            hit("a", "指南.md", "阿托品 每晚 一滴。", 0.03),
+            hit("b", "副本.md", "阿托品 每晚一滴。", 0.02),
+            hit("c", "指南.md", "另一段。", 0.01),
+        ]
+    )
     assert [h.chunk_id for h in merged] == ["a", "c"]
     assert merged[0].score == 0.05
 

@@ -17,8 +17,18 @@ TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".text"}
 HTML_SUFFIXES = {".html", ".htm"}
 SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | {".pdf", ".docx"}
 
-__all__ = ["SUPPORTED_SUFFIXES", "LoadedDocument", "Section", "SkipFile", "clean_text", "decode_text",
-           "load_document", "parse_markdown", "plain_document", "table_lines"]
+__all__ = [
+    "SUPPORTED_SUFFIXES",
+    "LoadedDocument",
+    "Section",
+    "SkipFile",
+    "clean_text",
+    "decode_text",
+    "load_document",
+    "parse_markdown",
+    "plain_document",
+    "table_lines",
+]
 
 
 def load_document(path: Path) -> LoadedDocument:
@@ -44,6 +54,6 @@ def load_document(path: Path) -> LoadedDocument:
         text = decode_text(path.read_bytes())
         markdown = suffix in (".md", ".markdown")
         document = parse_markdown(text, path.stem) if markdown else plain_document(text, path.stem)
-    if not any(document.text[s.start:s.end].strip() for s in document.sections):
+    if not any(document.text[s.start : s.end].strip() for s in document.sections):
         raise SkipFile("文件中没有正文文字 (no text)")
     return document

@@ -163,23 +163,27 @@ class DocumentBuilder:
         return self.length > 0
 
     def _close_section(self) -> None:
-        self.sections.append(Section([h for _, h in self.path], self._section_start, self.length,
-                                     self._heading_start))
+        self.sections.append(Section([h for _, h in self.path], self._section_start, self.length, self._heading_start))
 
     def build(self) -> LoadedDocument:
         self._close_section()
         self._page_begins_here()  # trailing empty pages start at the end
         text = "".join(self.parts)
-        sections = [s for s in self.sections if text[s.start:s.end].strip()]
+        sections = [s for s in self.sections if text[s.start : s.end].strip()]
         return LoadedDocument(self.title or self.fallback_title, text, sections, self.page_starts)
 
 
 def _needs_space(before: str, after: str) -> bool:
     """Latin words wrapped over a line need a space between them; Chinese text never does."""
-    return bool(before) and bool(after) and before.isascii() and after.isascii() and before.isalnum() \
-        and after.isalnum()
+    return (
+        bool(before) and bool(after) and before.isascii() and after.isascii() and before.isalnum() and after.isalnum()
+    )
 
 
 def is_cjk(char: str) -> bool:
-    return "\u3400" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff" or "\u3000" <= char <= "\u303f" \
+    return (
+        "\u3400" <= char <= "\u9fff"
+        or "\uf900" <= char <= "\ufaff"
+        or "\u3000" <= char <= "\u303f"
         or "\uff00" <= char <= "\uffef"
+    )

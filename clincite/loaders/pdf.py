@@ -23,8 +23,11 @@ from clincite.loaders.base import DocumentBuilder, LoadedDocument, SkipFile, cle
 
 SENTENCE_END = tuple("。！？；!?;：:")
 MARGIN = 0.1  # top/bottom share of the page where running headers and footers live
-PAGE_NUMBER = re.compile(r"^[-—–·\s]*(第\s*)?\d{1,4}(\s*/\s*\d{1,4})?(\s*页)?(\s*共\s*\d+\s*页)?[-—–·\s]*$"
-                         r"|^(page\s*)?\d{1,4}(\s*of\s*\d{1,4})?$", re.I)
+PAGE_NUMBER = re.compile(
+    r"^[-—–·\s]*(第\s*)?\d{1,4}(\s*/\s*\d{1,4})?(\s*页)?(\s*共\s*\d+\s*页)?[-—–·\s]*$"
+    r"|^(page\s*)?\d{1,4}(\s*of\s*\d{1,4})?$",
+    re.I,
+)
 HEADING_SCALE = 1.15  # a line this much larger than the body text is a heading (when there is no outline)
 MAX_HEADING_CHARS = 40
 
@@ -88,13 +91,15 @@ def _read_page(page, number: int) -> tuple[list[Line], list[Table]]:
         if not text:
             continue
         middle = (raw["top"] + raw["bottom"]) / 2
-        if any(x0 - 1 <= raw["x0"] and raw["x1"] <= x1 + 1 and top <= middle <= bottom
-               for x0, top, x1, bottom in boxes):
+        if any(
+            x0 - 1 <= raw["x0"] and raw["x1"] <= x1 + 1 and top <= middle <= bottom for x0, top, x1, bottom in boxes
+        ):
             continue  # a table cell: read with its table
         sizes = [round(float(c.get("size", 0)), 1) for c in raw["chars"] if not c["text"].isspace()]
         size = statistics.median(sizes) if sizes else 0.0
-        lines.append(Line(text, float(raw["top"]), float(raw["bottom"]), float(raw["x0"]), float(raw["x1"]), size,
-                          number))
+        lines.append(
+            Line(text, float(raw["top"]), float(raw["bottom"]), float(raw["x0"]), float(raw["x1"]), size, number)
+        )
     return lines, tables
 
 
@@ -126,6 +131,7 @@ def _key(text: str) -> str:
 
 def _drop_running_lines(pages: list[tuple[list[Line], list[Table]]], heights: list[float]) -> None:
     """Remove page numbers and lines that repeat in the top/bottom margin of at least half of the pages."""
+
     def in_margin(line: Line) -> bool:
         height = heights[line.page - 1]
         return line.bottom <= height * MARGIN or line.top >= height * (1 - MARGIN)
@@ -135,8 +141,14 @@ def _drop_running_lines(pages: list[tuple[list[Line], list[Table]]], heights: li
         seen.update({_key(line.text) for line in lines if in_margin(line)})
     threshold = max(2, (len(pages) + 1) // 2)
     for lines, _ in pages:
-        lines[:] = [line for line in lines if not (in_margin(line) and (
-            PAGE_NUMBER.match(line.text) or (len(pages) > 1 and seen[_key(line.text)] >= threshold)))]
+        lines[:] = [
+            line
+            for line in lines
+            if not (
+                in_margin(line)
+                and (PAGE_NUMBER.match(line.text) or (len(pages) > 1 and seen[_key(line.text)] >= threshold))
+            )
+        ]
 
 
 def _mark_headings(lines: list[Line], outline: list[tuple[int, str, int | None]]) -> None:
@@ -159,8 +171,12 @@ def _mark_headings(lines: list[Line], outline: list[tuple[int, str, int | None]]
     body = sizes.most_common(1)[0][0]
     larger = sorted({line.size for line in lines if line.size >= body * HEADING_SCALE}, reverse=True)
     for line in lines:
-        if (line.size in larger and len(line.text) <= MAX_HEADING_CHARS and not line.text.endswith(SENTENCE_END)
-                and not line.text.endswith(("，", ","))):
+        if (
+            line.size in larger
+            and len(line.text) <= MAX_HEADING_CHARS
+            and not line.text.endswith(SENTENCE_END)
+            and not line.text.endswith(("，", ","))
+        ):
             line.heading = larger.index(line.size) + 1
 
 
@@ -169,8 +185,12 @@ def _assemble(pages: list[tuple[list[Line], list[Table]]], fallback_title: str) 
     body = [line for lines, _ in pages for line in lines if not line.heading]
     left = statistics.median([line.x0 for line in body]) if body else 0.0
     right = max((line.x1 for line in body), default=0.0)
-    gaps = [b.top - a.bottom for lines, _ in pages for a, b in itertools.pairwise(lines)
-            if not a.heading and not b.heading and b.top >= a.bottom]
+    gaps = [
+        b.top - a.bottom
+        for lines, _ in pages
+        for a, b in itertools.pairwise(lines)
+        if not a.heading and not b.heading and b.top >= a.bottom
+    ]
     usual_gap = statistics.median(gaps) if gaps else 0.0
     paragraph: list[Line] = []
     continues = False  # the previous page ended inside a sentence
@@ -229,5 +249,6 @@ def _join(lines: list[str]) -> str:
 
 def _looks_generated(title: str) -> bool:
     """Titles that tools write into PDF metadata rather than people: "Microsoft Word - x.doc", "untitled"."""
-    return bool(re.match(r"(microsoft\s+\w+\s*-|untitled|无标题|document\d*$)", title, re.I)) or \
-        bool(re.search(r"\.(docx?|pdf|wps)$", title, re.I))
+    return bool(re.match(r"(microsoft\s+\w+\s*-|untitled|无标题|document\d*$)", title, re.I)) or bool(
+        re.search(r"\.(docx?|pdf|wps)$", title, re.I)
+    )

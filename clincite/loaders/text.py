@@ -8,8 +8,13 @@ import re
 from clincite.loaders.base import LoadedDocument, Section, SkipFile, clean_text
 
 # Byte-order marks, longest first (the UTF-32-LE mark begins with the UTF-16-LE one).
-BOMS = [(codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8"),
-        (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")]
+BOMS = [
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+]
 MAX_CHAOS = 0.2  # charset-normalizer's "mess" ratio above which a guess is not trusted
 # Encodings a clinic's Chinese files come in; detection is limited to them (and what they contain), so a Big5 file
 # is not read as some Cyrillic code page that happens to decode it.
@@ -24,11 +29,13 @@ def decode_text(data: bytes) -> str:
     for bom, encoding in BOMS:
         if data.startswith(bom):
             try:
-                return clean_text(data[len(bom):].decode(encoding))
+                return clean_text(data[len(bom) :].decode(encoding))
             except UnicodeDecodeError as exc:
-                raise SkipFile(f"看起来是二进制或已损坏的文件：以 {encoding.upper()} 字节序标记开头，"
-                               f"但内容无法按此解码 "
-                               f"(binary or corrupt {encoding})") from exc
+                raise SkipFile(
+                    f"看起来是二进制或已损坏的文件：以 {encoding.upper()} 字节序标记开头，"
+                    f"但内容无法按此解码 "
+                    f"(binary or corrupt {encoding})"
+                ) from exc
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -41,8 +48,10 @@ def decode_text(data: bytes) -> str:
     if best is None or best.chaos > MAX_CHAOS:
         if b"\x00" in data[:8192]:
             raise SkipFile("看起来是二进制文件，不是文本 (binary content)")
-        raise SkipFile("无法解码：识别不出可靠的文本编码（支持 UTF-8/UTF-16/UTF-32、GB18030、Big5），请另存为 UTF-8 "
-                       "后重试 (encoding not detected with confidence)")
+        raise SkipFile(
+            "无法解码：识别不出可靠的文本编码（支持 UTF-8/UTF-16/UTF-32、GB18030、Big5），请另存为 UTF-8 "
+            "后重试 (encoding not detected with confidence)"
+        )
     try:
         return clean_text(data.decode(best.encoding))
     except (UnicodeDecodeError, LookupError) as exc:
@@ -75,7 +84,7 @@ def parse_markdown(text: str, fallback_title: str) -> LoadedDocument:
             body_start = offset + len(line)
         offset += len(line)
     sections.append(Section([h for _, h in path], body_start, len(text), heading_start))
-    return LoadedDocument(title or fallback_title, text, [s for s in sections if text[s.start:s.end].strip()])
+    return LoadedDocument(title or fallback_title, text, [s for s in sections if text[s.start : s.end].strip()])
 
 
 def plain_document(text: str, title: str) -> LoadedDocument:

@@ -43,8 +43,16 @@ def load_html(path: Path) -> LoadedDocument:
 
     markup = decode_html(path.read_bytes())
     page_title = _page_title(markup)
-    xml = trafilatura.extract(markup, output_format="xml", include_tables=True, include_formatting=False,
-                              include_comments=False, include_links=False, include_images=False, favor_recall=True)
+    xml = trafilatura.extract(
+        markup,
+        output_format="xml",
+        include_tables=True,
+        include_formatting=False,
+        include_comments=False,
+        include_links=False,
+        include_images=False,
+        favor_recall=True,
+    )
     builder = DocumentBuilder(path.stem)
     if xml:
         root = etree.fromstring(xml.encode("utf-8"))

@@ -1,8 +1,8 @@
 """The offline answerer's vocabulary: aspects of a clinical question (`lexicon/aspects.json`) and the domain terms.
 
-    lex = get_lexicon()
-    lex.ask_cues["不适合"]                 # → "禁忌证"
-    lex.passage_aspects("以下情况不宜验配")   # → {"禁忌证"}
+lex = get_lexicon()
+lex.ask_cues["不适合"]                 # → "禁忌证"
+lex.passage_aspects("以下情况不宜验配")   # → {"禁忌证"}
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ class Lexicon:
         for cue in sorted(self.passage_cues, key=len, reverse=True):
             start = text.find(cue)
             while start >= 0:
-                if not any(taken[start:start + len(cue)]):
+                if not any(taken[start : start + len(cue)]):
                     found.add(self.passage_cues[cue])
-                    taken[start:start + len(cue)] = [True] * len(cue)
+                    taken[start : start + len(cue)] = [True] * len(cue)
                 start = text.find(cue, start + 1)
         return found
 
@@ -64,12 +64,20 @@ def load_lexicon(lexicon_dir: Path = LEXICON_DIR) -> Lexicon:
     entities = {t.lower() for group in tokenizer.synonyms for t in group}
     userdict = lexicon_dir / "userdict.txt"
     if userdict.exists():
-        entities |= {line.split()[0].lower() for line in userdict.read_text(encoding="utf-8").splitlines()
-                     if line.strip()}
-    return Lexicon(ask_cues=ask, passage_cues=passage, ignore=sorted(raw["ignore"], key=len, reverse=True),
-                   generic=set(raw["generic"]), follow_up=sorted(raw["follow_up"], key=len, reverse=True),
-                   demonstratives=set(raw["demonstratives"]), not_subjects=set(raw["not_subjects"]),
-                   entities=entities, synonym_groups=tokenizer.synonyms)
+        entities |= {
+            line.split()[0].lower() for line in userdict.read_text(encoding="utf-8").splitlines() if line.strip()
+        }
+    return Lexicon(
+        ask_cues=ask,
+        passage_cues=passage,
+        ignore=sorted(raw["ignore"], key=len, reverse=True),
+        generic=set(raw["generic"]),
+        follow_up=sorted(raw["follow_up"], key=len, reverse=True),
+        demonstratives=set(raw["demonstratives"]),
+        not_subjects=set(raw["not_subjects"]),
+        entities=entities,
+        synonym_groups=tokenizer.synonyms,
+    )
 
 
 @lru_cache(maxsize=1)

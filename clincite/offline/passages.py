@@ -56,7 +56,7 @@ def sections(hit: Hit, rank: int = 0) -> list[Section]:
             if "".join(lines).strip():
                 out.append(Section(hit, rank, start_path, "".join(lines).strip()))
             level = len(match.group(1))
-            path = [*hit.heading_path[:max(level - 2, 0)], match.group(2)] if level > 1 else []
+            path = [*hit.heading_path[: max(level - 2, 0)], match.group(2)] if level > 1 else []
             start_path, lines = path, []
             continue
         lines.append(line)
@@ -88,13 +88,19 @@ def covers_terms(ask: Ask, section: Section, lex: Lexicon) -> bool:
 def _broader_in(headings: str, term: str, lex: Lexicon) -> bool:
     """A document or section about the broader subject covers the narrower term: 低浓度阿托品 in 《阿托品滴眼液》."""
     lowered = term.lower()
-    return any(len(broader) >= 2 and broader != lowered and broader in lowered and mentions(headings, broader, lex)
-               for broader in _sub_entities(lowered, lex))
+    return any(
+        len(broader) >= 2 and broader != lowered and broader in lowered and mentions(headings, broader, lex)
+        for broader in _sub_entities(lowered, lex)
+    )
 
 
 def _sub_entities(term: str, lex: Lexicon) -> list[str]:
-    return [term[i:j] for i in range(len(term)) for j in range(i + 2, len(term) + 1)
-            if (i, j) != (0, len(term)) and term[i:j] in lex.entities]
+    return [
+        term[i:j]
+        for i in range(len(term))
+        for j in range(i + 2, len(term) + 1)
+        if (i, j) != (0, len(term)) and term[i:j] in lex.entities
+    ]
 
 
 def heading_aspects(section: Section, lex: Lexicon) -> tuple[set[str], set[str]]:
@@ -127,8 +133,9 @@ def _section_candidates(ask: Ask, section: Section, lex: Lexicon) -> list[Candid
     prior = 0.3 / (1 + section.rank)
     path = " ".join(section.path)
     # Terms in the headings say more about a section than terms in the document title.
-    topical = sum(mentions(path, t, lex) + 0.5 * mentions(section.hit.title, t, lex)
-                  for t in ask.terms) / max(len(ask.terms), 1)
+    topical = sum(mentions(path, t, lex) + 0.5 * mentions(section.hit.title, t, lex) for t in ask.terms) / max(
+        len(ask.terms), 1
+    )
     out: list[Candidate] = []
     for aspect in ask.aspects or [""]:
         if not aspect:
@@ -138,8 +145,9 @@ def _section_candidates(ask: Ask, section: Section, lex: Lexicon) -> list[Candid
             out.append(Candidate(HEADING_MATCH + topical + prior, section, text, aspect, True))
         elif not own:  # a heading naming another aspect (适应证) never answers this one; no aspect: its sentences may
             for sentence in _sentences_naming(section.text, aspect, ask, lex):
-                out.append(Candidate(1.5 + topical + _term_share(sentence, ask, lex) + prior, section, sentence,
-                                     aspect, False))
+                out.append(
+                    Candidate(1.5 + topical + _term_share(sentence, ask, lex) + prior, section, sentence, aspect, False)
+                )
     about = mentions(" ".join([section.hit.title, path]), ask.subject, lex)
     for candidate in out:
         candidate.about = about
@@ -166,8 +174,11 @@ def _best_of_section(text: str, aspect: str, ask: Ask, lex: Lexicon) -> str:
     options = [_lead(text, ask, lex), *_sentences_naming(text, aspect, ask, lex)]
 
     def says(option: str) -> float:
-        return (sum(mentions(option, t, lex) for t in ask.terms) + (aspect in lex.passage_aspects(option))
-                + 0.5 * bool(_FIGURE.search(option)))
+        return (
+            sum(mentions(option, t, lex) for t in ask.terms)
+            + (aspect in lex.passage_aspects(option))
+            + 0.5 * bool(_FIGURE.search(option))
+        )
 
     return max((o for o in options if o), key=says, default="")
 

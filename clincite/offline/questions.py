@@ -1,8 +1,8 @@
 """What a question asks, as data: its topic terms, the aspects it asks about, and the topic a follow-up refers to.
 
-    ask = analyse("哪些孩子不适合验配角膜塑形镜？")
-    ask.terms, ask.aspects, ask.subject        # ['验配', '角膜塑形镜'], ['禁忌证'], '角膜塑形镜'
-    analyse("那它的感染风险怎么预防？", previous=["哪些孩子不适合验配角膜塑形镜？"]).subject   # '角膜塑形镜'
+ask = analyse("哪些孩子不适合验配角膜塑形镜？")
+ask.terms, ask.aspects, ask.subject        # ['验配', '角膜塑形镜'], ['禁忌证'], '角膜塑形镜'
+analyse("那它的感染风险怎么预防？", previous=["哪些孩子不适合验配角膜塑形镜？"]).subject   # '角膜塑形镜'
 """
 
 from __future__ import annotations
@@ -72,8 +72,13 @@ def analyse(question: str, previous: list[str] | None = None, lexicon: Lexicon |
     tokens = _merge(_words(cleaned), lex)
     terms, cues, marker = _classify(tokens, lex)
     aspects = [lex.ask_cues.get(c) or next(a for k, a in lex.ask_cues.items() if c.endswith(k)) for c in cues]
-    ask = Ask(question=question, resolved=text, terms=terms, aspects=list(dict.fromkeys(aspects)),
-              cues=list(dict.fromkeys(cues)))
+    ask = Ask(
+        question=question,
+        resolved=text,
+        terms=terms,
+        aspects=list(dict.fromkeys(aspects)),
+        cues=list(dict.fromkeys(cues)),
+    )
     ask.entities = [t for t in terms if t.lower() in lex.entities]
     if previous and _continues(ask, marker, text, lex):
         before = analyse(previous[-1], previous[:-1], lex)
@@ -122,7 +127,7 @@ def _classify(tokens: list[str], lex: Lexicon) -> tuple[list[str], list[str], bo
         cue = next((c for c in lex.ask_cues if len(c) >= 2 and token.endswith(c) and len(token) > len(c)), None)
         if cue and token.lower() not in lex.entities:  # 激光治疗 → 激光 + the aspect 治疗
             aspects.append(cue)
-            token = token[:-len(cue)]
+            token = token[: -len(cue)]
         if token in lex.generic or token in get_tokenizer().stopwords:
             continue
         terms.append(token)
@@ -143,5 +148,5 @@ def _strip_markers(text: str, lex: Lexicon) -> str:
         changed = False
         for word in lex.follow_up:
             if text.startswith(word):
-                text, changed = text[len(word):], True
+                text, changed = text[len(word) :], True
     return text.lstrip("的")

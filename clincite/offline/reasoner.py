@@ -58,35 +58,41 @@ class OfflineReasoner:
         return None
 
     # --- the Reasoner interface (clincite.reasoner) ---
-    async def decompose(self, question: str, history: list[ChatTurn], usage=None,
-                        stream: bool = True) -> AsyncIterator[SubQueryDraft]:
+    async def decompose(
+        self, question: str, history: list[ChatTurn], usage=None, stream: bool = True
+    ) -> AsyncIterator[SubQueryDraft]:
         for draft in self.plan(question, history):
             yield draft
 
-    async def judge(self, sub_query: SubQuery, question: str, history: list[ChatTurn], hits: list[Hit],
-                    usage=None) -> JudgeOutput:
+    async def judge(
+        self, sub_query: SubQuery, question: str, history: list[ChatTurn], hits: list[Hit], usage=None
+    ) -> JudgeOutput:
         return await asyncio.to_thread(self.assess, sub_query, question, history, hits)
 
-    async def sufficiency(self, question: str, analyses: list[SubQueryAnalysis], limit: int,
-                          usage=None) -> SufficiencyOutput:
+    async def sufficiency(
+        self, question: str, analyses: list[SubQueryAnalysis], limit: int, usage=None
+    ) -> SufficiencyOutput:
         return self.verdict(analyses, limit)
 
     @asynccontextmanager
-    async def answer(self, question: str, history: list[ChatTurn], analyses: list[SubQueryAnalysis],
-                     gaps: list[str], usage=None) -> AsyncIterator[AsyncIterator[str]]:
+    async def answer(
+        self, question: str, history: list[ChatTurn], analyses: list[SubQueryAnalysis], gaps: list[str], usage=None
+    ) -> AsyncIterator[AsyncIterator[str]]:
         yield self._pieces(self.report(analyses, gaps))
 
     @staticmethod
     async def _pieces(report: str) -> AsyncIterator[str]:
         for i in range(0, len(report), STREAM_PIECE):
-            yield report[i:i + STREAM_PIECE]
+            yield report[i : i + STREAM_PIECE]
             await asyncio.sleep(0)
 
     # --- the same steps, synchronous ---
     def plan(self, question: str, history: list[ChatTurn]) -> list[SubQueryDraft]:
         ask = analyse(question, previous_questions(history))
-        return [SubQueryDraft(text=text, focus=aspect or GENERAL_FOCUS)
-                for text, aspect in ask.sub_query_texts()[:self.max_sub_queries]]
+        return [
+            SubQueryDraft(text=text, focus=aspect or GENERAL_FOCUS)
+            for text, aspect in ask.sub_query_texts()[: self.max_sub_queries]
+        ]
 
     def assess(self, sub_query: SubQuery, question: str, history: list[ChatTurn], hits: list[Hit]) -> JudgeOutput:
         # The question itself (q0) is judged as the user meant it, follow-up resolved; a sub-query as written.
@@ -94,29 +100,49 @@ class OfflineReasoner:
         picked = self._pick(candidates(ask, hits))
         for candidate in picked:
             self._remember(candidate, ask)
-        extracts = [ExtractDraft(chunk_id=c.section.hit.chunk_id, source=c.section.hit.source, text=c.text)
-                    for c in picked]
+        extracts = [
+            ExtractDraft(chunk_id=c.section.hit.chunk_id, source=c.section.hit.source, text=c.text) for c in picked
+        ]
         if not picked:
-            return JudgeOutput(extracts=[], confidence="low", missing=[sub_query.focus or sub_query.text],
-                               sub_answer=f"候选片段中没有同时涉及“{ask.subject}”与所问方面的内容。")
+            return JudgeOutput(
+                extracts=[],
+                confidence="low",
+                missing=[sub_query.focus or sub_query.text],
+                sub_answer=f"候选片段中没有同时涉及“{ask.subject}”与所问方面的内容。",
+            )
         best = picked[0]
         where = " > ".join(best.section.path) or best.section.hit.title
-        return JudgeOutput(extracts=extracts, confidence="high" if best.by_heading else "medium", missing=[],
-                           sub_answer=f"见“{display_source(best.section.hit.source)}”的“{where}”一节。")
+        return JudgeOutput(
+            extracts=extracts,
+            confidence="high" if best.by_heading else "medium",
+            missing=[],
+            sub_answer=f"见“{display_source(best.section.hit.source)}”的“{where}”一节。",
+        )
 
     def verdict(self, analyses: list[SubQueryAnalysis], limit: int) -> SufficiencyOutput:
         own = [a for a in analyses if a.sub_query.id != "q0"]
         covered = [a.sub_query.focus for a in own if a.extracts]
         missing = [a for a in own if not a.extracts and a.sub_query.focus not in covered]
         if not missing:
-            return SufficiencyOutput(sufficient=True, confidence="high" if own else "medium", covered_aspects=covered,
-                                     reasoning="离线规则：每个所问方面都找到了通过相关性下限的原文。")
-        extra = [SubQueryDraft(text=self._broader(a.sub_query.text, a.sub_query.focus), focus=a.sub_query.focus)
-                 for a in missing[:limit]]
+            return SufficiencyOutput(
+                sufficient=True,
+                confidence="high" if own else "medium",
+                covered_aspects=covered,
+                reasoning="离线规则：每个所问方面都找到了通过相关性下限的原文。",
+            )
+        extra = [
+            SubQueryDraft(text=self._broader(a.sub_query.text, a.sub_query.focus), focus=a.sub_query.focus)
+            for a in missing[:limit]
+        ]
         names = [a.sub_query.focus if a.sub_query.focus != GENERAL_FOCUS else a.sub_query.text for a in missing]
-        return SufficiencyOutput(sufficient=False, confidence="low", covered_aspects=covered,
-                                 missing_key_aspects=names, additional_sub_queries=extra,
-                                 reasoning="离线规则：以下方面没有找到通过相关性下限的原文，用该方面的常见说法再检索一次。")
+        return SufficiencyOutput(
+            sufficient=False,
+            confidence="low",
+            covered_aspects=covered,
+            missing_key_aspects=names,
+            additional_sub_queries=extra,
+            reasoning="离线规则：以下方面没有找到通过相关性下限的原文，用该方面的常见说法再检索一次。",
+        )
 
     def report(self, analyses: list[SubQueryAnalysis], gaps: list[str], notice: str | None = None) -> str:
         return extractive_report(analyses, gaps, self.basis_of, self.notice if notice is None else notice)
@@ -130,9 +156,12 @@ class OfflineReasoner:
         for candidate in found:
             if picked and candidate.score < RELATIVE_FLOOR * picked[0].score:
                 break
-            same_section = any(p.section.hit.chunk_id == candidate.section.hit.chunk_id
-                               and p.section.path == candidate.section.path and p.aspect == candidate.aspect
-                               for p in picked)
+            same_section = any(
+                p.section.hit.chunk_id == candidate.section.hit.chunk_id
+                and p.section.path == candidate.section.path
+                and p.aspect == candidate.aspect
+                for p in picked
+            )
             if not same_section and candidate.text not in {p.text for p in picked}:
                 picked.append(candidate)
             if len(picked) == MAX_EXTRACTS:
@@ -150,8 +179,11 @@ class OfflineReasoner:
         where = " > ".join(section.path) or section.hit.title
         if candidate.aspect:
             title = f"{ask.subject}的{candidate.aspect}"
-            how = (f"该节标题即对应所问的“{candidate.aspect}”。" if candidate.by_heading
-                   else f"该句直接写到“{candidate.aspect}”相关内容。")
+            how = (
+                f"该节标题即对应所问的“{candidate.aspect}”。"
+                if candidate.by_heading
+                else f"该句直接写到“{candidate.aspect}”相关内容。"
+            )
         else:
             title = f"{ask.subject}：{section.path[-1]}" if section.path else ask.subject
             how = "该节讨论了问题所问的内容。" if candidate.by_heading else "该句含有问题中的关键词。"
@@ -166,8 +198,11 @@ class OfflineReasoner:
         if known:
             return known
         # Extracts this reasoner did not judge (the LLM path's first-token fallback): say what the judge said.
-        title = analysis.sub_query.focus if analysis.sub_query.focus not in ("", GENERAL_FOCUS, "原问题") \
+        title = (
+            analysis.sub_query.focus
+            if analysis.sub_query.focus not in ("", GENERAL_FOCUS, "原问题")
             else analysis.sub_query.text.rstrip("？?。")
+        )
         explanation = analysis.sub_answer.strip() or f"相关性判断认为该段原文回答了“{analysis.sub_query.text}”。"
         # 《》 marks the source line of an evidence item: inside the 说明 it would be read as the source.
         explanation = explanation.replace("《", "“").replace("》", "”").replace("\n", " ")

@@ -46,8 +46,13 @@ def extractive_report(analyses: list[SubQueryAnalysis], gaps: list[str], basis_o
     tldr = f"{_opening(items[0].extract.text)}【1】" if items else "未找到可引用的原文。"
     conclusion = _conclusion(items) + gap
     evidence = "\n\n".join(
-        format_evidence_item(item.number, item.basis.title, item.basis.explanation,
-                             display_source(item.extract.source), item.extract.text)
+        format_evidence_item(
+            item.number,
+            item.basis.title,
+            item.basis.explanation,
+            display_source(item.extract.source),
+            item.extract.text,
+        )
         for item in items
     )
     return f"{label}**TL;DR：** {tldr}\n\n### 完整结论\n{conclusion}\n\n### 论据与来源\n{evidence or '无'}\n"

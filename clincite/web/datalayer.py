@@ -117,8 +117,14 @@ class LocalStorageClient(BaseStorageClient):
             raise ValueError(f"object key escapes the storage folder: {object_key}")
         return path
 
-    async def upload_file(self, object_key: str, data: bytes | str, mime: str = "application/octet-stream",
-                          overwrite: bool = True, content_disposition: str | None = None) -> dict[str, Any]:
+    async def upload_file(
+        self,
+        object_key: str,
+        data: bytes | str,
+        mime: str = "application/octet-stream",
+        overwrite: bool = True,
+        content_disposition: str | None = None,
+    ) -> dict[str, Any]:
         path = self.path(object_key)
         if path.exists() and not overwrite:
             return {"object_key": object_key, "url": await self.get_read_url(object_key)}
@@ -170,19 +176,25 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
         """
         async with self._step_lock(str(step_dict.get("id"))):
             await self.update_thread(step_dict["threadId"])
-            step_dict["showInput"] = (str(step_dict.get("showInput", "")).lower()
-                                      if "showInput" in step_dict else None)
-            parameters = {key: value for key, value in step_dict.items()
-                          if value is not None and not (isinstance(value, dict) and not value)}
+            step_dict["showInput"] = str(step_dict.get("showInput", "")).lower() if "showInput" in step_dict else None
+            parameters = {
+                key: value
+                for key, value in step_dict.items()
+                if value is not None and not (isinstance(value, dict) and not value)
+            }
             parameters["metadata"] = json.dumps(step_dict.get("metadata", {}))
             parameters["generation"] = json.dumps(step_dict.get("generation", {}))
             updates = ", ".join(
-                'output = COALESCE(NULLIF(:output, \'\'), steps.output)' if key == "output" else f'"{key}" = :{key}'
-                for key in parameters if key != "id")
+                "output = COALESCE(NULLIF(:output, ''), steps.output)" if key == "output" else f'"{key}" = :{key}'
+                for key in parameters
+                if key != "id"
+            )
             columns = ", ".join(f'"{key}"' for key in parameters)
             values = ", ".join(f":{key}" for key in parameters)
-            await self.execute_sql(query=f"INSERT INTO steps ({columns}) VALUES ({values}) "
-                                         f"ON CONFLICT (id) DO UPDATE SET {updates}", parameters=parameters)
+            await self.execute_sql(
+                query=f"INSERT INTO steps ({columns}) VALUES ({values}) ON CONFLICT (id) DO UPDATE SET {updates}",
+                parameters=parameters,
+            )
 
     async def replay_unsaved_feedback(self) -> tuple[int, int]:
         """Write the ratings kept in the fallback file into the database; returns (written, still kept).
@@ -212,15 +224,20 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
                 written += 1
             except Exception as exc:
                 kept += 1
-                log.warning("Saved feedback still not written (%s: %s); kept in %s", type(exc).__name__, exc,
-                            self.fallback_file)
+                log.warning(
+                    "Saved feedback still not written (%s: %s); kept in %s", type(exc).__name__, exc, self.fallback_file
+                )
                 fd = os.open(self.fallback_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
                 with os.fdopen(fd, "a", encoding="utf-8") as f:
                     f.write(line.rstrip("\n") + "\n")
         replaying.unlink()
         if written or kept:
-            log.warning("Replayed %d saved feedback rows into the database (%d still kept in %s)", written, kept,
-                        self.fallback_file)
+            log.warning(
+                "Replayed %d saved feedback rows into the database (%d still kept in %s)",
+                written,
+                kept,
+                self.fallback_file,
+            )
         return written, kept
 
     async def upsert_feedback(self, feedback: Feedback) -> str:
@@ -231,8 +248,9 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
             async with self.engine.begin() as connection:
                 await connection.execute(insert_sql("feedbacks", row, upsert=True), row)
         except Exception:
-            log.exception("Feedback %s could not be written to the database; kept in %s", feedback.id,
-                          self.fallback_file)
+            log.exception(
+                "Feedback %s could not be written to the database; kept in %s", feedback.id, self.fallback_file
+            )
             self.fallback_file.parent.mkdir(parents=True, exist_ok=True)
             # Clinicians' comments: readable by the app's account only, from the moment the file exists.
             fd = os.open(self.fallback_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -244,7 +262,9 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
         """The thread of this answer (its on_message run step) when the thread belongs to this user, else None."""
         rows = await self.query(
             'SELECT a."threadId" FROM answer_records a JOIN threads t ON t.id = a."threadId" '
-            'WHERE a."stepId" = :step AND t."userIdentifier" = :user', {"step": step_id, "user": user_identifier})
+            'WHERE a."stepId" = :step AND t."userIdentifier" = :user',
+            {"step": step_id, "user": user_identifier},
+        )
         return rows[0]["threadId"] if rows else None
 
     async def upsert_user_feedback(self, user_identifier: str, feedback: Feedback) -> str | None:
@@ -263,8 +283,9 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
             if not rows:
                 feedback.id = None  # an id the client made up names nothing: the server picks the row
         if not feedback.id:
-            rows = await self.query('SELECT id FROM feedbacks WHERE "forId" = :for_id ORDER BY "createdAt" DESC',
-                                    {"for_id": feedback.forId})
+            rows = await self.query(
+                'SELECT id FROM feedbacks WHERE "forId" = :for_id ORDER BY "createdAt" DESC', {"for_id": feedback.forId}
+            )
             feedback.id = rows[0]["id"] if rows else None
         feedback.threadId = thread_id
         return await self.upsert_feedback(feedback)
@@ -273,25 +294,37 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
         """Delete a rating in one of this user's threads; False (nothing deleted) for anyone else's or none."""
         rows = await self.query(
             'SELECT f.id FROM feedbacks f JOIN threads t ON t.id = f."threadId" '
-            'WHERE f.id = :id AND t."userIdentifier" = :user', {"id": feedback_id, "user": user_identifier})
+            'WHERE f.id = :id AND t."userIdentifier" = :user',
+            {"id": feedback_id, "user": user_identifier},
+        )
         return bool(rows) and await self.delete_feedback(feedback_id)
 
-    async def record_answer(self, result: QueryResult, step_id: str, thread_id: str | None,
-                            user: str | None) -> None:
+    async def record_answer(self, result: QueryResult, step_id: str, thread_id: str | None, user: str | None) -> None:
         """One row per answer: what the satisfaction metrics are computed from."""
         usage = result.usage.values()
         row = {
-            "id": str(uuid.uuid4()), "stepId": step_id, "threadId": thread_id, "userIdentifier": user,
-            "createdAt": await self.get_current_timestamp(), "question": result.question, "mode": result.mode,
-            "search_mode": result.search_mode, "cached": result.cached, "ttft": result.timings.get("ttft"),
-            "total": result.timings.get("total"), "timings": json.dumps(result.timings),
-            "sub_queries": len(result.sub_queries), "stage2": bool(result.stage2_queries),
+            "id": str(uuid.uuid4()),
+            "stepId": step_id,
+            "threadId": thread_id,
+            "userIdentifier": user,
+            "createdAt": await self.get_current_timestamp(),
+            "question": result.question,
+            "mode": result.mode,
+            "search_mode": result.search_mode,
+            "cached": result.cached,
+            "ttft": result.timings.get("ttft"),
+            "total": result.timings.get("total"),
+            "timings": json.dumps(result.timings),
+            "sub_queries": len(result.sub_queries),
+            "stage2": bool(result.stage2_queries),
             "degradations": json.dumps([d.component for d in result.degradations]),
-            "degradation_count": len(result.degradations), "citations": len(result.citations),
+            "degradation_count": len(result.degradations),
+            "citations": len(result.citations),
             "unverified_citations": result.unverified_citations,
-            "input_tokens": sum(u.input_tokens for u in usage), "output_tokens": sum(u.output_tokens for u in usage),
-            "coverage": result.coverage.status, "coverage_missing": json.dumps(result.coverage.missing,
-                                                                                ensure_ascii=False),
+            "input_tokens": sum(u.input_tokens for u in usage),
+            "output_tokens": sum(u.output_tokens for u in usage),
+            "coverage": result.coverage.status,
+            "coverage_missing": json.dumps(result.coverage.missing, ensure_ascii=False),
         }
         async with self.engine.begin() as connection:
             await connection.execute(insert_sql("answer_records", row), row)
@@ -315,7 +348,9 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
         """True when a stored element file belongs to a thread of this user, wherever Chainlit filed it."""
         rows = await self.query(
             'SELECT e.id FROM elements e JOIN threads t ON t.id = e."threadId" '
-            'WHERE e."objectKey" = :key AND t."userIdentifier" = :user', {"key": object_key, "user": user_identifier})
+            'WHERE e."objectKey" = :key AND t."userIdentifier" = :user',
+            {"key": object_key, "user": user_identifier},
+        )
         return bool(rows)
 
     async def recent_negative_feedback(self, limit: int = 20) -> list[dict]:
@@ -324,11 +359,14 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
             'SELECT f."forId", f."threadId", f.comment, f."createdAt", a.question, t."userIdentifier" '
             'FROM feedbacks f JOIN answer_records a ON a."stepId" = f."forId" AND a."threadId" = f."threadId" '
             'LEFT JOIN threads t ON t.id = f."threadId" WHERE f.value = 0 ORDER BY f."createdAt" DESC LIMIT :limit',
-            {"limit": limit})
+            {"limit": limit},
+        )
         for row in rows:
             answer = await self.query(
-                'SELECT output FROM steps WHERE "parentId" = :run AND type = \'assistant_message\' '
-                'ORDER BY "createdAt" DESC LIMIT 1', {"run": row["forId"]})
+                "SELECT output FROM steps WHERE \"parentId\" = :run AND type = 'assistant_message' "
+                'ORDER BY "createdAt" DESC LIMIT 1',
+                {"run": row["forId"]},
+            )
             row["answer"] = answer[0]["output"] if answer else ""
         return rows
 

@@ -67,5 +67,10 @@ def summary() -> dict:
     def at(q: float) -> float:
         return round(lags[min(len(lags) - 1, int(q / 100 * len(lags)))], 1)
 
-    return {"samples": len(lags), "p50_ms": at(50), "p99_ms": at(99), "max_ms": round(lags[-1], 1),
-            "window_seconds": round(span, 1)}
+    return {
+        "samples": len(lags),
+        "p50_ms": at(50),
+        "p99_ms": at(99),
+        "max_ms": round(lags[-1], 1),
+        "window_seconds": round(span, 1),
+    }

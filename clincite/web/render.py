@@ -74,8 +74,10 @@ class ChainlitRenderer:
                 await self.close_step(stage)
             case DecompositionReady(sub_queries=subs):
                 step = self.steps.get("decomposition") or await self.open_step("decomposition")
-                step.output = "\n".join(f"{i}. **{inert_text(sq.text)}**（维度：{inert_text(sq.focus or '综合')}）"
-                                        for i, sq in enumerate(subs, 1))
+                step.output = "\n".join(
+                    f"{i}. **{inert_text(sq.text)}**（维度：{inert_text(sq.focus or '综合')}）"
+                    for i, sq in enumerate(subs, 1)
+                )
                 await step.update()
             case SearchDone():
                 await self.search_done(event)
@@ -85,16 +87,19 @@ class ChainlitRenderer:
                 await self.judgement_done(event)
             case SufficiencyReady(verdict=v):
                 step = self.steps.get("sufficiency") or await self.open_step("sufficiency")
-                step.output = (f"**结论：{'证据充分' if v.sufficient else '证据不足，需要第二阶段检索'}**"
-                               f"（置信度 {CONFIDENCE[v.confidence]}）\n\n"
-                               f"- 已覆盖：{inert_text('、'.join(v.covered_aspects)) or '—'}\n"
-                               f"- 缺失的关键方面：{inert_text('、'.join(v.missing_key_aspects)) or '无'}\n"
-                               f"- 理由：{inert_text(v.reasoning) or '—'}")
+                step.output = (
+                    f"**结论：{'证据充分' if v.sufficient else '证据不足，需要第二阶段检索'}**"
+                    f"（置信度 {CONFIDENCE[v.confidence]}）\n\n"
+                    f"- 已覆盖：{inert_text('、'.join(v.covered_aspects)) or '—'}\n"
+                    f"- 缺失的关键方面：{inert_text('、'.join(v.missing_key_aspects)) or '无'}\n"
+                    f"- 理由：{inert_text(v.reasoning) or '—'}"
+                )
                 await step.update()
             case Stage2Started(sub_queries=subs):
                 step = self.steps.get("stage2") or await self.open_step("stage2")
-                step.output = "追加子查询：\n" + "\n".join(f"- {inert_text(sq.text)}（{inert_text(sq.focus or '')}）"
-                                                           for sq in subs)
+                step.output = "追加子查询：\n" + "\n".join(
+                    f"- {inert_text(sq.text)}（{inert_text(sq.focus or '')}）" for sq in subs
+                )
                 await step.update()
             case DegradedEvent(degradation=d):
                 if self.message is not None:  # keep the answer the last message (it carries the feedback buttons)
@@ -137,8 +142,15 @@ class ChainlitRenderer:
             await self.open_step(parent)
         lines = [f"**{inert_text(event.sub_query.text)}**\n"]
         for i, hit in enumerate(event.hits, 1):
-            scores = "，".join(filter(None, [f"BM25 {hit.bm25:.2f}" if hit.bm25 is not None else "",
-                                            f"语义 {hit.semantic:.2f}" if hit.semantic is not None else ""]))
+            scores = "，".join(
+                filter(
+                    None,
+                    [
+                        f"BM25 {hit.bm25:.2f}" if hit.bm25 is not None else "",
+                        f"语义 {hit.semantic:.2f}" if hit.semantic is not None else "",
+                    ],
+                )
+            )
             snippet = inert_text(hit.text.replace("\n", " ")[:SNIPPET_CHARS])
             lines.append(f"{i}. 《{inert_text(display_source(hit.source))}》（{scores}）{snippet}…")
         if not event.hits:
@@ -151,11 +163,18 @@ class ChainlitRenderer:
             await self.open_step(parent)
         a = event.analysis
         # Sub-answers and extracts are document text (or model text made from it): shown, never rendered as markup.
-        extracts = "\n".join(f"> 《{inert_text(display_source(x.source))}》“{inert_text(' '.join(x.text.split()))}”\n"
-                             for x in a.extracts) or "（无相关摘录）"
-        output = (f"**{inert_text(a.sub_query.text)}**\n\n置信度：{CONFIDENCE[a.confidence]}"
-                  f"{'（判断失败，直接使用检索结果）' if a.degraded else ''}\n\n子回答：{inert_text(a.sub_answer)}\n\n"
-                  f"{extracts}\n缺失方面：{inert_text('、'.join(a.missing)) or '无'}")
+        extracts = (
+            "\n".join(
+                f"> 《{inert_text(display_source(x.source))}》“{inert_text(' '.join(x.text.split()))}”\n"
+                for x in a.extracts
+            )
+            or "（无相关摘录）"
+        )
+        output = (
+            f"**{inert_text(a.sub_query.text)}**\n\n置信度：{CONFIDENCE[a.confidence]}"
+            f"{'（判断失败，直接使用检索结果）' if a.degraded else ''}\n\n子回答：{inert_text(a.sub_answer)}\n\n"
+            f"{extracts}\n缺失方面：{inert_text('、'.join(a.missing)) or '无'}"
+        )
         await self.child(parent, f"判断 {a.sub_query.id}", output)
 
     async def notice(self, event: NoticeEvent) -> None:
@@ -193,8 +212,9 @@ class ChainlitRenderer:
         await self.close_open_steps()
         message = self.message or cl.Message(content="", author=ANSWER_AUTHOR)
         message.content = final_content(result, self.late_degradations)
-        message.elements = source_elements(result.citations, self.chunks(
-            [c.chunk_id for c in result.citations if c.chunk_id]))
+        message.elements = source_elements(
+            result.citations, self.chunks([c.chunk_id for c in result.citations if c.chunk_id])
+        )
         await message.send()
 
 
@@ -203,15 +223,19 @@ def final_content(result: QueryResult, late_degradations: list[str]) -> str:
     checked = sum(1 for c in result.citations if c.verified)
     # Say exactly what was checked: that each quote stands verbatim in the passage it cites, not that the passage
     # answers the question (relevance is the judge's call) nor that the conclusion is right.
-    footer = [f"引用核验（原文逐字核对）：{checked}/{len(result.citations)} 条引文已在所注来源的段落中逐字找到"
-              + (f"，⚠️ {result.unverified_citations} 条未能核验（在所注来源中找不到）"
-                 if result.unverified_citations else "")
-              + "。这只证明引文确有出处；是否切题、结论是否恰当，请点击【n】对照原文判断。"
-              if result.citations else "引用核验：本回答没有引用任何原文。"]
+    footer = [
+        f"引用核验（原文逐字核对）：{checked}/{len(result.citations)} 条引文已在所注来源的段落中逐字找到"
+        + (f"，⚠️ {result.unverified_citations} 条未能核验（在所注来源中找不到）" if result.unverified_citations else "")
+        + "。这只证明引文确有出处；是否切题、结论是否恰当，请点击【n】对照原文判断。"
+        if result.citations
+        else "引用核验：本回答没有引用任何原文。"
+    ]
     footer.append(coverage_line(result))
     footer += [f"⚠️ {message}" for message in late_degradations]
     timing = f"首字 {result.timings.get('ttft', 0):.1f} 秒 · 总计 {result.timings.get('total', 0):.1f} 秒"
-    footer.append(timing + (" · 缓存" if result.cached else "") + (" · 离线演示模式" if result.mode == "offline" else ""))
+    footer.append(
+        timing + (" · 缓存" if result.cached else "") + (" · 离线演示模式" if result.mode == "offline" else "")
+    )
     return body.rstrip() + "\n\n---\n" + "  \n".join(footer)
 
 

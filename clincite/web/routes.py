@@ -126,7 +126,7 @@ async def delete_feedback(request: Request, payload: DeleteFeedbackRequest, user
 
 
 async def original_file(source: str, request: Request) -> Response:
-    """"打开原文": the original file of a KB document, to whoever is logged in; only files the catalogue lists."""
+    """ "打开原文": the original file of a KB document, to whoever is logged in; only files the catalogue lists."""
     if request_user(request) is None:
         return JSONResponse({"error": "需要登录 (login required)"}, status_code=401)
     found = original_document(source)
@@ -138,8 +138,12 @@ async def original_file(source: str, request: Request) -> Response:
         return Response(text, media_type="text/plain; charset=utf-8", headers=headers)
     if media_type == "application/pdf":
         headers.pop("Content-Security-Policy")  # the browser's PDF viewer does not run in a sandboxed document
-    return FileResponse(path, media_type=media_type, headers=headers,
-                        content_disposition_type="inline" if media_type == "application/pdf" else "attachment")
+    return FileResponse(
+        path,
+        media_type=media_type,
+        headers=headers,
+        content_disposition_type="inline" if media_type == "application/pdf" else "attachment",
+    )
 
 
 async def passage_page(chunk_id: str, request: Request) -> Response:
@@ -149,8 +153,9 @@ async def passage_page(chunk_id: str, request: Request) -> Response:
     page = render_passage_page(chunk_id, request.query_params.get("quote", ""))
     if page is None:
         return HTMLResponse("<p>片段不存在（知识库可能已更新）。</p>", status_code=404)
-    return HTMLResponse(page, headers={"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
-                                                                  "img-src 'self'"})
+    return HTMLResponse(
+        page, headers={"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'"}
+    )
 
 
 async def avatar(avatar_id: str) -> Response:

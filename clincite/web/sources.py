@@ -88,8 +88,13 @@ def highlighted_markdown(text: str, span: tuple[int, int] | None) -> str:
         if core_start == core_end:
             parts.append(inert_text(line))
             continue
-        parts.append(inert_text(line[:core_start]) + "***" + inert_text(line[core_start:core_end]) + "***"
-                     + inert_text(line[core_end:]))
+        parts.append(
+            inert_text(line[:core_start])
+            + "***"
+            + inert_text(line[core_start:core_end])
+            + "***"
+            + inert_text(line[core_end:])
+        )
     parts.append(inert_text(text[end:]))
     # Blank lines keep paragraphs; single newlines (table rows) become Markdown hard breaks.
     return "".join(parts).replace("\n\n", "\u0000").replace("\n", "  \n").replace("\u0000", "\n\n")
@@ -100,7 +105,7 @@ _SOURCE_LINE = re.compile(r"(来源\s*[：:]\s*《[^》\n]+》)")
 
 
 def with_pages(report: str, citations: list[Citation]) -> str:
-    """"来源：《指南》" of an evidence item becomes "来源：《指南》（第 3 页）" when its quote was found on a page."""
+    """ "来源：《指南》" of an evidence item becomes "来源：《指南》（第 3 页）" when its quote was found on a page."""
     pages = {c.number: c.pages for c in citations if c.verified and c.pages}
     if not pages:
         return report
@@ -110,10 +115,13 @@ def with_pages(report: str, citations: list[Citation]) -> str:
         end = items[index + 1].start() if index + 1 < len(items) else len(report)
         number = int(match.group(1))
         if number in pages:
-            parts.append(report[last:match.start()])
+            parts.append(report[last : match.start()])
             label = pages_label(pages[number])
-            parts.append(_SOURCE_LINE.sub(lambda m, label=label: f"{m.group(1)}（{label}）", report[match.start():end],
-                                          count=1))
+            parts.append(
+                _SOURCE_LINE.sub(
+                    lambda m, label=label: f"{m.group(1)}（{label}）", report[match.start() : end], count=1
+                )
+            )
             last = end
     parts.append(report[last:])
     return "".join(parts)
@@ -132,18 +140,23 @@ def source_markdown(citation: Citation, chunk: Chunk | None) -> str:
     lines = ["#### " + " · ".join(where)]
     if chunk and display_source(chunk.source, chunk.title) != chunk.source:
         lines.append(f"文件：{inert_text(chunk.source)}")
-    status = ("✅ 原文逐字核对：引文与下方高亮的原文一致（只说明引文出处属实，是否切题请对照原文判断）"
-              if citation.verified and chunk
-              else "⚠️ 未能在来源中逐字找到这段引文，请谨慎对待，并以原始文件为准。")
+    status = (
+        "✅ 原文逐字核对：引文与下方高亮的原文一致（只说明引文出处属实，是否切题请对照原文判断）"
+        if citation.verified and chunk
+        else "⚠️ 未能在来源中逐字找到这段引文，请谨慎对待，并以原始文件为准。"
+    )
     lines.append(status)
     if citation.title:
         lines.append(f"支持的论据：【{citation.number}】{inert_text(citation.title)}")
     if chunk:
         lines.append("---")
-        lines.append(highlighted_markdown(chunk.text, locate_quote(chunk.text, citation.quote)
-                                          if citation.verified else None))
-        links = [f"[打开原文{'（' + pages_label(pages) + '）' if pages else ''}]({original_url(chunk.source, pages)})",
-                 f"[查看前后段落]({passage_url(chunk.id, citation.quote)})"]
+        lines.append(
+            highlighted_markdown(chunk.text, locate_quote(chunk.text, citation.quote) if citation.verified else None)
+        )
+        links = [
+            f"[打开原文{'（' + pages_label(pages) + '）' if pages else ''}]({original_url(chunk.source, pages)})",
+            f"[查看前后段落]({passage_url(chunk.id, citation.quote)})",
+        ]
         lines.append("---")
         lines.append(" · ".join(links))
     else:
@@ -176,9 +189,12 @@ def original_document(source: str) -> tuple[Path, str, str | None] | None:
         from clincite.loaders import decode_text
 
         return path, "text/plain", decode_text(path.read_bytes())
-    media_type = {".pdf": "application/pdf", ".docx": "application/vnd.openxmlformats-officedocument."
-                  "wordprocessingml.document", ".html": "text/plain", ".htm": "text/plain"}.get(
-        suffix, mimetypes.guess_type(path.name)[0] or "application/octet-stream")
+    media_type = {
+        ".pdf": "application/pdf",
+        ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        ".html": "text/plain",
+        ".htm": "text/plain",
+    }.get(suffix, mimetypes.guess_type(path.name)[0] or "application/octet-stream")
     if suffix in (".html", ".htm"):
         from clincite.loaders.webpage import decode_html
 
@@ -193,19 +209,30 @@ def render_passage_page(chunk_id: str, quote: str = "") -> str | None:
         return None
     chunks = catalogue.chunks_of(found.source)
     index = next((i for i, c in enumerate(chunks) if c.id == chunk_id), 0)
-    around = chunks[max(0, index - 1):index + 2]
+    around = chunks[max(0, index - 1) : index + 2]
 
     def block(chunk: Chunk) -> str:
         current = chunk.id == chunk_id
         text = chunk.text
         span = locate_quote(text, quote) if current and quote else None
-        body = (html.escape(text[:span[0]]) + "<mark>" + html.escape(text[span[0]:span[1]]) + "</mark>"
-                + html.escape(text[span[1]:])) if span else html.escape(text)
+        body = (
+            (
+                html.escape(text[: span[0]])
+                + "<mark>"
+                + html.escape(text[span[0] : span[1]])
+                + "</mark>"
+                + html.escape(text[span[1] :])
+            )
+            if span
+            else html.escape(text)
+        )
         where = " · ".join(filter(None, [html.escape(" › ".join(chunk.heading_path)), pages_label(chunk.pages)]))
         label = "当前片段" if current else ("上一段" if chunk.position < found.position else "下一段")
         link = "" if current else f' <a href="{passage_url(chunk.id)}">以此为中心</a>'
-        return (f'<section class="{"current" if current else "other"}"><div class="where">{label}'
-                f'{" · " + where if where else ""}{link}</div><div class="text">{body}</div></section>')
+        return (
+            f'<section class="{"current" if current else "other"}"><div class="where">{label}'
+            f'{" · " + where if where else ""}{link}</div><div class="text">{body}</div></section>'
+        )
 
     title = html.escape(found.title)
     original = html.escape(original_url(found.source, found.pages))

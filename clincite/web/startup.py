@@ -66,8 +66,15 @@ async def ingest_sample_kb_if_empty(app: AppContext) -> None:
         return
     log.warning("Knowledge base %s is empty: ingesting %s", kb.dir, sample)
     process = await asyncio.create_subprocess_exec(
-        sys.executable, str(PROJECT_DIR / "ingest.py"), str(sample), "--kb", str(kb.dir),
-        cwd=str(PROJECT_DIR), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        sys.executable,
+        str(PROJECT_DIR / "ingest.py"),
+        str(sample),
+        "--kb",
+        str(kb.dir),
+        cwd=str(PROJECT_DIR),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     output, _ = await process.communicate()
     log.warning("Sample ingest finished (exit %s):\n%s", process.returncode, output.decode("utf-8", "replace"))
 
@@ -78,5 +85,8 @@ async def warm_up(app: AppContext) -> None:
         await app.service.warm_up()
     except Exception:
         log.exception("Warm-up failed; the first question will load what it needs")
-    log.warning("Warm-up done in %.1f s (search: %s)", time.perf_counter() - started,
-                "BM25-only" if app.service.searcher.bm25_only else "hybrid")
+    log.warning(
+        "Warm-up done in %.1f s (search: %s)",
+        time.perf_counter() - started,
+        "BM25-only" if app.service.searcher.bm25_only else "hybrid",
+    )

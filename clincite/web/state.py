@@ -35,8 +35,12 @@ class AppContext:
 
     @classmethod
     def build(cls, settings: Settings) -> AppContext:
-        return cls(settings=settings, service=TwoStageQueryService(settings), users=UserStore(settings.users_file),
-                   data_layer=ClinCiteDataLayer(settings))
+        return cls(
+            settings=settings,
+            service=TwoStageQueryService(settings),
+            users=UserStore(settings.users_file),
+            data_layer=ClinCiteDataLayer(settings),
+        )
 
     async def login(self, username: str, password: str) -> cl.User | None:
         # bcrypt costs ~0.25 s of CPU: off the event loop, so a login never stalls the other clinicians.
@@ -45,8 +49,9 @@ class AppContext:
             return None
         # The cookie remembers the account's session generation: logout or removal makes it worthless (web/auth.py).
         generation = current_generation(self.settings, self.users, username) or 0
-        return cl.User(identifier=username, display_name=display_name,
-                       metadata={"role": "clinician", "generation": generation})
+        return cl.User(
+            identifier=username, display_name=display_name, metadata={"role": "clinician", "generation": generation}
+        )
 
     def mode_notices(self) -> list[str]:
         notices = []
@@ -63,7 +68,7 @@ class AppContext:
                 history.append(ChatTurn(role="user", content=step.get("output") or ""))
             elif step.get("type") == "assistant_message" and step.get("name") == ANSWER_AUTHOR:
                 history.append(ChatTurn(role="assistant", content=step.get("output") or ""))
-        return history[-2 * self.settings.history_turns:]
+        return history[-2 * self.settings.history_turns :]
 
     async def record(self, result: QueryResult, run_step_id: str | None, thread_id: str | None, user) -> None:
         if run_step_id is None:

@@ -17,8 +17,12 @@ log = logging.getLogger("clincite.app")
 
 LANGUAGE = "zh-CN"
 OVERLAY = {
-    "auth": {"login": {"title": "登录 ClinCite 临床循证问答",
-                       "form": {"email": {"label": "用户名", "required": "请输入用户名", "placeholder": "用户名"}}}},
+    "auth": {
+        "login": {
+            "title": "登录 ClinCite 临床循证问答",
+            "form": {"email": {"label": "用户名", "required": "请输入用户名", "placeholder": "用户名"}},
+        }
+    },
 }
 WATERMARK_LLM = "回答由大语言模型依据本机构知识库生成，可能有误；请点击【n】核对原文后再用于临床决策。"
 WATERMARK_OFFLINE = "离线演示模式：回答由规则从知识库原文摘录拼接（未使用大语言模型），请点击【n】核对原文。"
@@ -43,8 +47,11 @@ def write_translations(offline: bool) -> Path | None:
     try:
         return _write(offline)
     except (OSError, ValueError, KeyError) as exc:
-        log.warning("Could not write the zh-CN translation (%s: %s); Chainlit's default wording is used",
-                    type(exc).__name__, exc)
+        log.warning(
+            "Could not write the zh-CN translation (%s: %s); Chainlit's default wording is used",
+            type(exc).__name__,
+            exc,
+        )
         return None
 
 
