@@ -91,6 +91,9 @@ async def on_message(message: cl.Message) -> None:
         await cl.ErrorMessage(
             content=f"抱歉，处理这个问题时出错了：{type(exc).__name__}。请稍后重试或联系管理员。", author=NOTICE_AUTHOR
         ).send()
+        await app.record_failure(
+            message.content, exc, renderer.run_step_id, cl.context.session.thread_id, cl.user_session.get("user")
+        )
         return
     result = renderer.result
     if result is None:

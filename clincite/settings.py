@@ -135,7 +135,7 @@ class Settings(BaseSettings):
     answer_generation_budget: float = Field(120.0, gt=0)
     # No answer token within this many seconds: the clinician gets the extractive report of the evidence instead
     # (verbatim sentences, marked as degraded) rather than an empty screen.
-    answer_first_token_budget: float = Field(8.0, gt=0)
+    answer_first_token_budget: float = Field(5.0, gt=0)
 
     # --- pipeline ---
     max_sub_queries: int = Field(5, ge=1)

@@ -216,3 +216,20 @@ def test_a_stored_source_passage_is_served_to_its_owner_only(running_app):
         storage.path("../../etc/passwd")
     owner.close()
     other.close()
+
+
+async def test_a_question_that_failed_outright_is_recorded_and_counted(tmp_path):
+    """A crash must not make a question vanish from the metrics: it is recorded as `failed`."""
+    from clincite.web import state
+
+    settings = make_settings(tmp_path)
+    await ensure_schema(settings.db_url)
+    previous = state._current
+    try:
+        app = state.configure(settings)
+        await app.record_failure("阿托品的副作用？", RuntimeError("boom"), "step-failed", "thread-1", None)
+        metrics = await compute_metrics(app.data_layer)
+    finally:
+        state._current = previous
+    assert metrics["answers"] == 1 and metrics["failed_questions"] == 1
+    assert metrics["degradations"] == {"failed": 1}

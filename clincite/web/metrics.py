@@ -87,6 +87,7 @@ async def compute_metrics(layer: ClinCiteDataLayer, status: dict | None = None) 
         "stage2_rate": ratio(sum(1 for a in fresh if a["stage2"]), len(fresh)),
         "degraded_answers": sum(1 for a in answers if json.loads(a["degradations"] or "[]")),
         "degradations": dict(degradations),
+        "failed_questions": degradations.get("failed", 0),
         "unverified_citations": sum(int(a["unverified_citations"] or 0) for a in answers),
         "offline_answers": sum(1 for a in answers if a["mode"] == "offline"),
         # Answers recorded before coverage existed (coverage NULL) are left out of both shares.

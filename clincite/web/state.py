@@ -15,7 +15,7 @@ from chainlit.types import ThreadDict
 
 from clincite.service import OFFLINE_BANNER, TwoStageQueryService
 from clincite.settings import Settings, load_settings
-from clincite.shapes import ChatTurn, QueryResult
+from clincite.shapes import ChatTurn, Coverage, Degradation, QueryResult
 from clincite.users import UserStore, check_login
 from clincite.web.auth import bind as bind_accounts
 from clincite.web.auth import current_generation, off_the_loop
@@ -23,6 +23,7 @@ from clincite.web.datalayer import ClinCiteDataLayer
 from clincite.web.render import ANSWER_AUTHOR
 
 log = logging.getLogger("clincite.app")
+QUESTION_FAILED = "处理这个问题时出错了，未能生成回答。"
 
 
 @dataclass
@@ -77,6 +78,25 @@ class AppContext:
             await self.data_layer.record_answer(result, run_step_id, thread_id, getattr(user, "identifier", None))
         except Exception:
             log.exception("Answer record not saved (metrics will miss this answer)")
+
+    async def record_failure(self, question: str, error: BaseException, run_step_id, thread_id, user) -> None:
+        """A question that failed outright still leaves its record, counted as `failed` on /metrics."""
+        failure = Degradation(component="failed", message=QUESTION_FAILED, error=f"{type(error).__name__}: {error}")
+        result = QueryResult(
+            question=question,
+            mode=self.service.mode,
+            sub_queries=[],
+            analyses=[],
+            sufficiency=None,
+            stage2_queries=[],
+            answer="",
+            citations=[],
+            timings={},
+            usage={},
+            degradations=[failure],
+            coverage=Coverage(status="no_evidence"),
+        )
+        await self.record(result, run_step_id, thread_id, user)
 
 
 _current: AppContext | None = None
