@@ -25,8 +25,10 @@ run: install
 serve: install
 	env -u CI $(BIN)/chainlit run app.py -h --host $(HOST) --port $(PORT)
 
+# Two workers, whole test modules each (module-scoped app servers stay in one worker); TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= 2
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 ingest: install
 	$(BIN)/python ingest.py sample_kb/

@@ -18,6 +18,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from pydantic import SecretStr
@@ -146,7 +147,7 @@ def run_cli(monkeypatch, capsys):
     return run
 
 
-# --- one app server for the session -------------------------------------------------------------------------------
+# --- app servers: `chainlit run app.py -h`, booted in the background as soon as collection shows they are needed ---
 
 APP_USERS = {"doctor_a": "password-a-123", "doctor_b": "password-b-456"}
 APP_AUTH_SECRET = "session-test-secret-" + "x" * 40
@@ -154,29 +155,26 @@ APP_AUTH_SECRET = "session-test-secret-" + "x" * 40
 
 @dataclass
 class RunningApp:
-    """`chainlit run app.py -h` as a clinic runs it, started once per test session on an empty DATA_DIR.
+    """`chainlit run app.py -h` as a clinic runs it, on a data directory of its own.
 
-    Offline (no LLM key), the hashing embedder, the sample KB ingested by the app on its first start. Share it: do
-    not stop it, and create your own accounts (`add_user`) for anything that changes or locks an account.
+    Offline (no LLM key), the hashing embedder, its first-run library ingested by the app on its first start.
 
     base_url   "http://127.0.0.1:<port>"
     data_dir   its DATA_DIR: clincite.sqlite3 (threads, steps, feedback, answer records), users.json, kb/, files/
     log_file   the server's stdout and stderr
-    users      {name: password} of the accounts that exist from the start (doctor_a, doctor_b)
+    env        the environment it runs with (for `python -m clincite.users …` against the same accounts)
+    users      {name: password} of the accounts that exist from the start
     login(name, password=None) -> httpx.Client   a client on base_url holding that clinician's session cookie
     add_user(name, password)                     a new account through `python -m clincite.users add`
     ingest(*paths) -> IngestReport               more documents into its KB, as `python ingest.py` would while the
-                                                 app runs: its next search sees the new KB version through BM25 (its
-                                                 embedded Chroma may not see the new vectors until a restart)
+                                                 app runs (its next search sees the new KB version)
     database() -> sqlite3.Connection             the app database (close it when done)
-
-    Its settings are the defaults plus DATA_DIR, EMBEDDING_MODEL=hashing-char-ngrams, SEMANTIC_THRESHOLD=0 and a
-    fixed CHAINLIT_AUTH_SECRET; read limits such as LOGIN_ACCOUNT_LIMIT from `load_settings()`.
     """
 
     base_url: str
     data_dir: Path
     log_file: Path
+    env: dict[str, str] = field(default_factory=dict)
     users: dict[str, str] = field(default_factory=dict)
 
     def login(self, name: str, password: str | None = None):
@@ -194,7 +192,7 @@ class RunningApp:
             [sys.executable, "-m", "clincite.users", "add", name],
             input=f"{password}\n{password}\n",
             cwd=ROOT,
-            env=_app_env(self.data_dir),
+            env=self.env,
             check=True,
             capture_output=True,
             text=True,
@@ -214,47 +212,81 @@ class RunningApp:
         return sqlite3.connect(self.data_dir / "clincite.sqlite3")
 
 
-def _app_env(data_dir: Path) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key != "CI"}  # CI=true puts Chainlit in CI mode
-    env.update({"DATA_DIR": str(data_dir), "CHAINLIT_AUTH_SECRET": APP_AUTH_SECRET})
-    return env
+class AppServer:
+    """One app server for the tests that ask for `fixture`: booted in a background thread as soon as collection
+    shows a test needs it (start-up is seconds of mostly waiting), stopped at the end of the session.
 
+    name      its folder under the session directory
+    users     the accounts made with `python -m clincite.users add` before it starts
+    env       settings on top of the session's (DATA_DIR, CHAINLIT_AUTH_SECRET and the app root are set here)
+    prepare   prepare(data_dir) -> more settings, called first in the boot thread (e.g. write its first-run library
+              and return {"SAMPLE_KB_DIR": …})
+    """
 
-class _AppProcess:
-    """Starts the server in the background as soon as collection shows a test needs it; `wait()` gives RunningApp."""
+    registered: ClassVar[list[AppServer]] = []
 
-    def __init__(self):
+    def __init__(self, name: str, fixture: str, users: dict[str, str], env=None, prepare=None):
+        self.name, self.fixture, self.users = name, fixture, dict(users)
+        self.extra_env: dict[str, str] = dict(env or {})
+        self.prepare = prepare
         self.thread: threading.Thread | None = None
         self.server: subprocess.Popen | None = None
         self.error: str | None = None
         self.app: RunningApp | None = None
+        AppServer.registered.append(self)
 
     def start(self) -> None:
         if self.thread is None:
-            self.thread = threading.Thread(target=self._boot, name="running-app", daemon=True)
+            self.thread = threading.Thread(target=self._boot, name=f"app-{self.name}", daemon=True)
             self.thread.start()
 
+    def wait(self) -> RunningApp:
+        self.start()
+        self.thread.join()
+        if self.app is None:
+            pytest.fail(self.error or f"the {self.name} app did not start", pytrace=False)
+        return self.app
+
+    def stop(self) -> None:
+        if self.server is not None and self.server.poll() is None:
+            self.server.terminate()
+            try:
+                self.server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.server.kill()
+
     def _boot(self) -> None:
-        data = _SESSION_DIR / "app"
+        data = _SESSION_DIR / self.name
         data.mkdir()
-        app = RunningApp(base_url="", data_dir=data, log_file=data / "server.log")
+        env = {key: value for key, value in os.environ.items() if key != "CI"}  # CI=true puts Chainlit in CI mode
+        env.update(
+            {
+                "DATA_DIR": str(data),
+                "CHAINLIT_AUTH_SECRET": APP_AUTH_SECRET,
+                "CHAINLIT_APP_ROOT": str(_app_root(data)),
+                **self.extra_env,
+            }
+        )
+        app = RunningApp(base_url="", data_dir=data, log_file=data / "server.log", env=env)
         try:
-            for name, password in APP_USERS.items():
+            if self.prepare is not None:
+                env.update(self.prepare(data))
+            for name, password in self.users.items():
                 app.add_user(name, password)
             port = free_port()
             chainlit = os.path.join(os.path.dirname(sys.executable), "chainlit")
             with open(app.log_file, "w") as log:
                 self.server = subprocess.Popen(
-                    [chainlit, "run", "app.py", "-h", "--host", "127.0.0.1", "--port", str(port)],
+                    [chainlit, "run", str(ROOT / "app.py"), "-h", "--host", "127.0.0.1", "--port", str(port)],
                     cwd=ROOT,
-                    env=_app_env(data),
+                    env=env,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                 )
             app.base_url = f"http://127.0.0.1:{port}"
             self._wait_healthy(app)
         except Exception as exc:  # reported by every test that asks for the app
-            self.error = f"{type(exc).__name__}: {exc}"
+            self.error = f"the {self.name} app: {type(exc).__name__}: {exc}"
             return
         self.app = app
 
@@ -270,37 +302,66 @@ class _AppProcess:
                 time.sleep(0.3)
         raise RuntimeError("the app did not answer /health within 240 s:\n" + app.log_file.read_text())
 
-    def wait(self) -> RunningApp:
-        self.start()
-        self.thread.join()
-        if self.app is None:
-            pytest.fail(self.error or "the app did not start", pytrace=False)
-        return self.app
 
-    def stop(self) -> None:
-        if self.server is not None and self.server.poll() is None:
-            self.server.terminate()
-            try:
-                self.server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.server.kill()
+def _app_root(data: Path) -> Path:
+    """A Chainlit app root per server (the project's config, public/ and welcome page linked in): Chainlit deletes
+    APP_ROOT/.files when a server stops, which would pull the session files from under the other servers."""
+    root = data / "app-root"
+    (root / ".chainlit").mkdir(parents=True)
+    (root / ".chainlit" / "config.toml").symlink_to(ROOT / ".chainlit" / "config.toml")
+    (root / "public").symlink_to(ROOT / "public")
+    (root / "chainlit.md").symlink_to(ROOT / "chainlit.md")
+    return root
 
 
-_APP = _AppProcess()
+SHARED_APP = AppServer("app", fixture="running_app", users=APP_USERS)
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """Boot the shared app while the tests before it run (it takes seconds of mostly-waiting start-up)."""
-    if any("running_app" in getattr(item, "fixturenames", ()) for item in items):
-        _APP.start()
+    """Boot every app server some collected test asks for, while the tests before it run."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # Every worker collects every test and boots only the servers its own tests ask for, when they first do.
+        # The modules behind a server are the longest: hand them out first so they do not all end up last.
+        servers = {server.fixture for server in AppServer.registered}
+        slow = {item.module for item in items if servers & set(getattr(item, "fixturenames", ()))}
+        items.sort(key=lambda item: item.module not in slow)
+        return
+    wanted = {name for item in items for name in getattr(item, "fixturenames", ())}
+    for server in AppServer.registered:
+        if server.fixture in wanted:
+            server.start()
 
 
 def pytest_sessionfinish(session, exitstatus):
-    _APP.stop()
+    for server in AppServer.registered:
+        server.stop()
     shutil.rmtree(_SESSION_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
 def running_app() -> RunningApp:
-    """The one app server of the session (see RunningApp for what a test gets)."""
-    return _APP.wait()
+    """The app server shared by the session: offline, the sample KB, accounts doctor_a and doctor_b (APP_USERS).
+
+    Share it: do not stop it, and create your own accounts (`add_user`) for anything that changes or locks an
+    account. Its settings are the defaults plus DATA_DIR, EMBEDDING_MODEL=hashing-char-ngrams, SEMANTIC_THRESHOLD=0
+    and a fixed CHAINLIT_AUTH_SECRET; read limits such as LOGIN_ACCOUNT_LIMIT from `load_settings()`.
+    """
+    return SHARED_APP.wait()
+
+
+# --- the browser ----------------------------------------------------------------------------------------------------
+
+
+def send_question(page, question: str) -> None:
+    """Type a question into the chat box and send it, as a clinician does once the page is ready.
+
+    Chainlit keeps the send button disabled until its socket is connected; Enter pressed before that is silently
+    ignored (the text stays in the box), so wait for the button, click it, and check the box was emptied.
+    """
+    from playwright.sync_api import expect
+
+    page.fill("textarea#chat-input", question)
+    submit = page.locator("#chat-submit")
+    expect(submit).to_be_enabled(timeout=60_000)
+    submit.click()
+    expect(page.locator("textarea#chat-input")).to_have_value("", timeout=30_000)

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, send_question
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
@@ -124,8 +124,7 @@ def test_a_clinician_asks_reads_the_sources_and_rates_the_answer(running_app, br
     # Resume the thread and ask a follow-up: the history travels with it.
     page.goto(thread_url)
     expect(page.get_by_text(STARTER_QUESTION).first).to_be_visible(timeout=30_000)
-    page.fill("textarea#chat-input", "那停药后会反弹吗？")
-    page.keyboard.press("Enter")
+    send_question(page, "那停药后会反弹吗？")
     expect(page.locator(".step[data-step-type='assistant_message']").filter(has_text="论据与来源")).to_have_count(
         2, timeout=120_000
     )
@@ -157,8 +156,7 @@ def test_a_question_the_kb_does_not_cover_gets_a_plain_abstention(running_app, b
     from playwright.sync_api import expect
 
     context, page = log_in(browser, running_app, "doctor_b")
-    page.fill("textarea#chat-input", "青光眼的激光治疗方式有哪些？")
-    page.keyboard.press("Enter")
+    send_question(page, "青光眼的激光治疗方式有哪些？")
     expect(page.get_by_text("青光眼的激光治疗方式有哪些？").first).to_be_visible(timeout=30_000)  # the question is sent
     answer = page.locator(".step[data-step-type='assistant_message']").filter(has_text="知识库中未找到")
     try:

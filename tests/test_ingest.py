@@ -408,21 +408,23 @@ def test_one_writer_a_second_ingest_waits_then_gives_up(small_kb, run_cli):
     assert Ingestor(settings, kb).run([docs]).count("added") == 2
 
 
+# Enough chunks that adding their vectors (batches of 64, hashing embedder) takes seconds: time to kill it midway.
+PARAGRAPHS_TO_KILL_IN = 6_000
+
+
 def test_sigkill_mid_ingest_leaves_the_catalogue_intact_and_a_rerun_heals_orphan_vectors(tmp_path):
     """Killed while a document's vectors are being added (before its catalogue commit): orphans, nothing broken."""
     import sqlite3
     import time
 
-    from conftest import TEST_MODEL
-
     docs = tmp_path / "docs"
     docs.mkdir()
     shutil.copy(SAMPLE_KB / ATROPINE, docs / "a_first.md")
     sentence = "眼轴长度每年增长超过零点三毫米提示近视进展较快，需要调整干预方案并缩短随访间隔。"
-    paragraphs = [f"第{i}段：{sentence}" for i in range(600)]
-    (docs / "b_big.md").write_text("# 大文档\n\n" + "\n\n".join(paragraphs), encoding="utf-8")  # ~150 chunks
-    settings = make_settings(tmp_path, embedding_model=TEST_MODEL)  # the real model: slow enough to kill midway
-    env = {**os.environ, "KB_DIR": str(settings.kb_dir), "EMBEDDING_MODEL": TEST_MODEL}
+    paragraphs = [f"第{i}段：{sentence}" for i in range(PARAGRAPHS_TO_KILL_IN)]
+    (docs / "b_big.md").write_text("# 大文档\n\n" + "\n\n".join(paragraphs), encoding="utf-8")
+    settings = make_settings(tmp_path)
+    env = {**os.environ, "KB_DIR": str(settings.kb_dir), "EMBEDDING_MODEL": settings.embedding_model}
     proc = subprocess.Popen(
         [sys.executable, "ingest.py", str(docs)],
         cwd=ROOT,
@@ -467,7 +469,7 @@ def test_sigkill_mid_ingest_leaves_the_catalogue_intact_and_a_rerun_heals_orphan
         documents = kb.catalogue.documents()
         assert set(documents) == {"a_first.md"}, "the big document was not committed"
         assert len(kb.catalogue.chunk_ids("a_first.md")) == documents["a_first.md"].chunk_count
-        orphans = kb.vectors(TEST_MODEL).all_ids() - set(kb.catalogue.chunk_ids())
+        orphans = kb.vectors(settings.embedding_model).all_ids() - set(kb.catalogue.chunk_ids())
         assert orphans, "killed after some of b_big.md's vectors were added"
 
     rerun = subprocess.run(
@@ -476,4 +478,5 @@ def test_sigkill_mid_ingest_leaves_the_catalogue_intact_and_a_rerun_heals_orphan
     assert rerun.returncode == 0, rerun.stderr
     assert "unchanged  a_first.md" in rerun.stdout and "added      b_big.md" in rerun.stdout
     with KnowledgeBase(settings) as kb:
-        assert kb.vectors(TEST_MODEL).all_ids() == set(kb.catalogue.chunk_ids()), "orphans removed, all embedded"
+        vectors = kb.vectors(settings.embedding_model).all_ids()
+        assert vectors == set(kb.catalogue.chunk_ids()), "orphans removed, all embedded"

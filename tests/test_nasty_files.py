@@ -94,9 +94,11 @@ async def test_the_nasty_corpus_cannot_hurt_the_kb(tmp_path):
     ).fetchone() == (0,)
     check.close()
 
-    searcher = HybridSearcher(settings, KnowledgeBase(settings))
-    hits = await searcher.search("低浓度阿托品的副作用有哪些")
-    assert hits[0].source == ATROPINE
+    # Most of the corpus repeats an atropine paragraph, so ask what only the real guideline says. A slow first
+    # semantic search on a busy machine would make this question BM25-only (by design): this test is not about that.
+    searcher = HybridSearcher(settings.model_copy(update={"vector_store_timeout": 120.0}), KnowledgeBase(settings))
+    hits = await searcher.search("低浓度阿托品停药后会反弹吗")
+    assert hits[0].source == ATROPINE, [h.source for h in hits]
     assert {"bm25", "semantic"} <= {r for h in hits for r in h.found_by}
     assert (await searcher.search("角膜塑形镜 感染 护理"))[0].source == ORTHO_K
 

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 import socketio
-from conftest import ROOT, TEST_MODEL, free_port
+from conftest import ROOT, AppServer, free_port, send_question
 
 from clincite.inert import inert_report, inert_text
 from clincite.prompts import PROMPT_FILES, PROMPTS_DIR, answer_prompt, decomposition_prompt, judge_prompt
@@ -72,14 +72,46 @@ class CountingHandler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class PixelServer:
+    """Stands in for an attacker's host: every request a rendered document makes would land here."""
+
+    def __init__(self):
+        self.server: http.server.ThreadingHTTPServer | None = None
+
+    def port(self) -> int:
+        if self.server is None:
+            self.server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), CountingHandler)
+            threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self.server.server_address[1]
+
+
+PIXELS = PixelServer()
+
+
+def first_run_library(data: Path) -> dict[str, str]:
+    """The app's library: one document of our making, its image and link pointing at the pixel server."""
+    docs = data / "docs"
+    docs.mkdir()
+    (docs / "阿托品使用要点（测试）.md").write_text(DOCUMENT.format(port=PIXELS.port()), encoding="utf-8")
+    return {"SAMPLE_KB_DIR": str(docs)}
+
+
+SECURITY_APP = AppServer(
+    "security",
+    fixture="app",
+    users=PASSWORDS,
+    env={
+        "CHAINLIT_AUTH_SECRET": "security-test-secret-" + "y" * 40,
+        "LOGIN_ACCOUNT_LIMIT": f"{ACCOUNT_LIMIT}/15 minutes",
+        "LOGIN_ADDRESS_LIMIT": f"{ADDRESS_LIMIT}/15 minutes",
+    },
+    prepare=first_run_library,
+)
+
+
 @pytest.fixture(scope="module")
 def pixel_server():
-    """Stands in for an attacker's host: every request a rendered document makes would land here."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), CountingHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1], CountingHandler.requests
-    server.shutdown()
+    return PIXELS.port(), CountingHandler.requests
 
 
 def users_cli(env: dict, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
@@ -95,58 +127,11 @@ def users_cli(env: dict, *args: str, stdin: str = "") -> subprocess.CompletedPro
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory, pixel_server):
-    """`chainlit run app.py -h` on its own data directory, with the accounts made by the CLI."""
-    data = tmp_path_factory.mktemp("security-app")
-    docs = data / "docs"
-    docs.mkdir()
-    (docs / "阿托品使用要点（测试）.md").write_text(DOCUMENT.format(port=pixel_server[0]), encoding="utf-8")
-    port = free_port()
-    env = {key: value for key, value in os.environ.items() if key != "CI"}  # CI=true puts Chainlit in CI mode
-    env.update(
-        {
-            "DATA_DIR": str(data),
-            "SAMPLE_KB_DIR": str(docs),
-            "EMBEDDING_MODEL": TEST_MODEL,
-            "SEMANTIC_THRESHOLD": "0",
-            "CHAINLIT_AUTH_SECRET": "security-test-secret-" + "y" * 40,
-            "LOGIN_ACCOUNT_LIMIT": f"{ACCOUNT_LIMIT}/15 minutes",
-            "LOGIN_ADDRESS_LIMIT": f"{ADDRESS_LIMIT}/15 minutes",
-        }
-    )
-    for name, password in PASSWORDS.items():
-        done = users_cli(env, "add", name, stdin=f"{password}\n{password}\n")
-        assert done.returncode == 0, done.stderr
-    log_path = data / "server.log"
-    log = open(log_path, "w")  # noqa: SIM115 (the server writes to it until the fixture ends)
-    chainlit = os.path.join(os.path.dirname(sys.executable), "chainlit")
-    server = subprocess.Popen(
-        [chainlit, "run", "app.py", "-h", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 240
-    try:
-        while True:
-            try:
-                if httpx.get(base + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if server.poll() is not None or time.time() > deadline:
-                pytest.fail("the app did not start:\n" + log_path.read_text())
-            time.sleep(0.5)
-        yield {"base": base, "data": data, "env": env, "log": log_path}
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+def app(pixel_server):
+    """`chainlit run app.py -h` on its own data directory, with the accounts made by the CLI (booted early)."""
+    server = SECURITY_APP.wait()
+    yield {"base": server.base_url, "data": server.data_dir, "env": server.env, "log": server.log_file}
+    SECURITY_APP.stop()
 
 
 def db_rows(app, sql: str, *params) -> list[tuple]:
@@ -211,7 +196,7 @@ async def ask(app, cookie: str, question: str = QUESTION) -> dict:
 
         return handler
 
-    for name in ("first_interaction", "new_message", "update_message", "element", "stream_start", "stream_token"):
+    for name in ("new_message", "update_message", "element", "stream_start", "stream_token"):
         sio.on(name, record(name))
     await sio.emit("connection_successful")
     await sio.emit(
@@ -229,8 +214,8 @@ async def ask(app, cookie: str, question: str = QUESTION) -> dict:
         },
     )
     await asyncio.wait_for(done.wait(), timeout=180)
-    thread_id = next(d["thread_id"] for n, d in events if n == "first_interaction")
-    run_id = next(d["id"] for n, d in events if n == "new_message" and d.get("name") == "on_message")
+    run = next(d for n, d in events if n == "new_message" and d.get("name") == "on_message")
+    thread_id, run_id = run["threadId"], run["id"]
     deadline = time.time() + 30  # the answer record is written right after the report
     while not db_rows(app, 'SELECT 1 FROM answer_records WHERE "stepId" = ?', run_id) and time.time() < deadline:  # noqa: ASYNC110
         await asyncio.sleep(0.2)
@@ -595,8 +580,7 @@ def test_6_browser_fetches_nothing_and_links_nothing(app, pixel_server):
             page.fill("#password", PASSWORDS["bob"])
             page.click("button[type=submit]")
             page.wait_for_selector("textarea#chat-input", timeout=60_000)
-            page.fill("textarea#chat-input", QUESTION)
-            page.keyboard.press("Enter")
+            send_question(page, QUESTION)
             answer = page.locator(".step[data-step-type='assistant_message']").filter(has_text="引用核验")
             expect(answer).to_have_count(1, timeout=180_000)
             expect(page.locator("#stop-button")).to_have_count(0, timeout=60_000)

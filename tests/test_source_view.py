@@ -10,17 +10,12 @@ the session answers 4xx. Screenshots (desktop and 390×844) go to test-artifacts
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 import realfiles as rf
-from conftest import ROOT, TEST_MODEL, free_port
+from conftest import ROOT, AppServer, send_question
 
 from clincite.shapes import Chunk, Citation
 from clincite.web.sources import highlighted_markdown, locate_quote, source_markdown, with_pages
@@ -104,72 +99,29 @@ def test_the_report_names_the_page_of_each_verified_quote():
 # --- in the browser -----------------------------------------------------------------------------------------------
 
 
+def first_run_library(data: Path) -> dict[str, str]:
+    """The app's library: the real test files (a 3-page PDF, a DOCX dosing table, an HTML page, Big5/GB18030/UTF-16
+    texts)."""
+    rf.make_all(data / "docs")
+    return {"SAMPLE_KB_DIR": str(data / "docs")}
+
+
+SOURCE_VIEW_APP = AppServer(
+    "source-view",
+    fixture="app_server",
+    users={USER: PASSWORD},
+    env={"CHAINLIT_AUTH_SECRET": "source-view-secret-" + "x" * 40},
+    prepare=first_run_library,
+)
+
+
 @pytest.fixture(scope="module")
-def app_server(tmp_path_factory):
+def app_server():
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
-    data = tmp_path_factory.mktemp("source-view-app")
-    docs = data / "docs"
-    rf.make_all(docs)
-    # A Chainlit app root of its own (the project's config, public/ and welcome page linked in): Chainlit deletes
-    # APP_ROOT/.files when a server stops, which would pull the session files from under any other server running
-    # from the project folder at the same time.
-    app_root = data / "app-root"
-    (app_root / ".chainlit").mkdir(parents=True)
-    (app_root / ".chainlit" / "config.toml").symlink_to(ROOT / ".chainlit" / "config.toml")
-    (app_root / "public").symlink_to(ROOT / "public")
-    (app_root / "chainlit.md").symlink_to(ROOT / "chainlit.md")
-    port = free_port()
-    env = {key: value for key, value in os.environ.items() if key != "CI"}  # CI=true puts Chainlit in CI mode
-    env.update(
-        {
-            "CHAINLIT_APP_ROOT": str(app_root),
-            "DATA_DIR": str(data),
-            "SAMPLE_KB_DIR": str(docs),
-            "EMBEDDING_MODEL": TEST_MODEL,
-            "SEMANTIC_THRESHOLD": "0",
-            "CHAINLIT_AUTH_SECRET": "source-view-secret-" + "x" * 40,
-        }
-    )
-    subprocess.run(
-        [sys.executable, "-m", "clincite.users", "add", USER],
-        input=f"{PASSWORD}\n{PASSWORD}\n",
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    log = open(data / "server.log", "w")  # noqa: SIM115 - the server writes to it until the fixture ends
-    chainlit = os.path.join(os.path.dirname(sys.executable), "chainlit")
-    server = subprocess.Popen(
-        [chainlit, "run", str(ROOT / "app.py"), "-h", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 240
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(base + "/health", timeout=2)
-            break
-        except OSError:
-            if server.poll() is not None:
-                pytest.fail("the app exited:\n" + (data / "server.log").read_text())
-            time.sleep(0.5)
-    else:
-        server.kill()
-        pytest.fail("the app did not start:\n" + (data / "server.log").read_text())
-    yield base, data
-    server.terminate()
-    try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        server.kill()
-    log.close()
+    server = SOURCE_VIEW_APP.wait()
+    yield server.base_url, server.data_dir
+    SOURCE_VIEW_APP.stop()
 
 
 def shot(page, name: str) -> None:
@@ -206,8 +158,7 @@ def watch_errors(page, base: str, errors: list[str]) -> None:
 def ask(page, question: str, answers_before: int):
     from playwright.sync_api import expect
 
-    page.fill("textarea#chat-input", question)
-    page.keyboard.press("Enter")
+    send_question(page, question)
     answers = page.locator(".step[data-step-type='assistant_message']").filter(has_text="论据与来源")
     expect(answers).to_have_count(answers_before + 1, timeout=120_000)
     expect(page.locator("#stop-button")).to_have_count(0, timeout=60_000)
