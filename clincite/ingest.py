@@ -14,12 +14,7 @@ A document's identity (`source`) is its path relative to the folder it was found
 from __future__ import annotations
 
 import hashlib
-import io
 import logging
-import os
-import stat
-import tempfile
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -27,8 +22,18 @@ from typing import Literal
 from clincite.bm25 import BM25Index
 from clincite.chunking import chunk_document
 from clincite.embeddings import Embedder, get_embedder
+from clincite.intake import (
+    Candidate,
+    check_content,
+    check_text_size,
+    collect_files,
+    display_name,
+    load_snapshot,
+    read_regular_file,
+    symlink_reason,
+)
 from clincite.kb import KnowledgeBase, now
-from clincite.loaders import SUPPORTED_SUFFIXES, SkipFile, load_document
+from clincite.loaders import SkipFile
 from clincite.settings import Settings
 from clincite.shapes import Chunk, DocumentRecord
 from clincite.tokenizer import get_tokenizer
@@ -36,12 +41,6 @@ from clincite.tokenizer import get_tokenizer
 log = logging.getLogger("clincite.ingest")
 
 VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole duration
-MB = 1024 * 1024
-READ_ATTEMPTS = 5  # reads of a file that is being written, before it is skipped as "changing"
-ZIP_MAX_MEMBERS = 10000
-ZIP_RATIO_MIN_SIZE = MB  # small members compress extremely well (XML boilerplate); only large ones can be bombs
-WHITESPACE = " \n\t\r\u3000\xa0"
-PLAIN_TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".text")  # (HTML is mostly markup: its bytes say little)
 
 Status = Literal["added", "updated", "unchanged", "skipped", "removed", "would-remove"]
 
@@ -69,56 +68,6 @@ class IngestReport:
     def failed_all(self) -> bool:
         """Nothing usable came out of this run (every file was skipped)."""
         return bool(self.results) and all(r.status == "skipped" for r in self.results)
-
-
-@dataclass
-class Candidate:
-    """A path found under a folder given to ingest (or given itself), with the identity it would have."""
-
-    path: Path
-    source: str  # path relative to the folder given (posix), or the file name for a file given directly
-    root: Path | None = None  # the folder given; None for a file given directly
-    problem: str | None = None  # known skip reason (found while walking)
-
-
-def file_hash(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def display_name(name: str) -> str:
-    """A file name that can be printed and stored: undecodable bytes (surrogate escapes) shown as U+FFFD."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-
-
-def _hidden(name: str) -> bool:
-    return name.startswith((".", "~$"))
-
-
-def collect_files(paths: list[Path]) -> list[Candidate]:
-    """Every entry under the folders given (symlinks not followed), and the files given directly, in order."""
-    candidates: list[Candidate] = []
-    for given in paths:
-        if not given.is_dir():
-            problem = None if given.exists() or given.is_symlink() else "文件不存在 (not found)"
-            candidates.append(Candidate(given, given.name, None, problem))
-            continue
-        for folder, dirs, files in os.walk(given, followlinks=False):
-            here = Path(folder)
-            dirs.sort()
-            for name in list(dirs):
-                entry = here / name
-                relative = entry.relative_to(given).as_posix()
-                if _hidden(name):
-                    candidates.append(Candidate(entry, relative + "/", given, "隐藏文件夹，未导入 (hidden folder)"))
-                    dirs.remove(name)
-                elif entry.is_symlink():  # os.walk does not descend into it; say so
-                    candidates.append(Candidate(entry, relative + "/", given, None))
-            for name in sorted(files):
-                entry = here / name
-                relative = entry.relative_to(given).as_posix()
-                problem = "隐藏文件或 Office 临时文件，未导入 (hidden)" if _hidden(name) else None
-                candidates.append(Candidate(entry, relative, given, problem))
-    return candidates
 
 
 class Ingestor:
@@ -225,7 +174,7 @@ class Ingestor:
                 shown, "skipped", "文件名不是有效的 UTF-8 编码，无法作为引用名称，请重命名 (invalid file name)"
             )
         if candidate.root is not None and path.is_symlink():
-            return FileResult(shown, "skipped", _symlink_reason(path, roots))
+            return FileResult(shown, "skipped", symlink_reason(path, roots))
         if source in seen:
             if seen[source].resolve() == path.resolve():
                 return FileResult(shown, "skipped", "本次运行中已处理过（同一文件被重复给出） (given twice)")
@@ -237,7 +186,7 @@ class Ingestor:
         seen[source] = path
         previous = known.get(source)
         try:
-            data, resolved = self._read_regular_file(path)
+            data, resolved = read_regular_file(path, self.settings)
             digest = hashlib.sha256(data).hexdigest()
             if previous and previous.file_hash == digest:
                 return FileResult(shown, "unchanged", chunks=previous.chunk_count)
@@ -256,10 +205,10 @@ class Ingestor:
                     "skipped",
                     f"与已入库的《{duplicate}》内容完全相同，作为重复文件跳过 (duplicate of {duplicate})",
                 )
-            self._check_content(path.suffix.lower(), data)
-            document = self._load_snapshot(Path(source).name, data)
+            check_content(path.suffix.lower(), data, self.settings)
+            document = load_snapshot(Path(source).name, data)
             del data
-            self._check_text_size(document.text)
+            check_text_size(document.text, self.settings)
             cfg = self.settings
             chunks = chunk_document(
                 document,
@@ -289,102 +238,6 @@ class Ingestor:
             return FileResult(shown, "skipped", f"无法读取文件 ({type(exc).__name__}: {display_name(str(exc))})")
         note = _heading_note(document, cfg.ingest_max_heading_chars)
         return FileResult(shown, "updated" if previous else "added", note, chunks=len(chunks))
-
-    # --- safety checks before any loader sees the file ---
-    def _read_regular_file(self, path: Path) -> tuple[bytes, Path]:
-        """The bytes of a regular file, read once (they are hashed and parsed); anything else is a SkipFile.
-
-        stat() before open() keeps FIFOs and devices unopened (opening a FIFO blocks; a device may have side
-        effects); fstat() after open() closes the race where the path is swapped in between.
-        """
-        limit = int(self.settings.ingest_max_file_mb * MB)
-        _require_regular(os.stat(path).st_mode)
-        if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-            raise SkipFile(f"不支持的文件类型 “{path.suffix or '无扩展名'}”（支持 md、txt、pdf、docx、html）")
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        with os.fdopen(fd, "rb") as f:
-            for _attempt in range(READ_ATTEMPTS):
-                info = os.fstat(f.fileno())
-                _require_regular(info.st_mode)
-                if info.st_size > limit:
-                    raise SkipFile(_too_big(info.st_size, self.settings.ingest_max_file_mb))
-                f.seek(0)
-                data = f.read(limit + 1)  # a file growing while we read is still bounded
-                after = os.fstat(f.fileno())
-                if (after.st_size, after.st_mtime_ns) == (info.st_size, info.st_mtime_ns):
-                    break  # nothing wrote to it while we read: these bytes are one state of the file
-            else:
-                raise SkipFile("文件在读取过程中不断被修改，请在写入完成后重新导入 (file changing while read)")
-        if len(data) > limit:
-            raise SkipFile(_too_big(len(data), self.settings.ingest_max_file_mb))
-        if not data:
-            raise SkipFile("文件为空 (empty file)")
-        return data, path.resolve()
-
-    def _check_content(self, suffix: str, data: bytes) -> None:
-        """The bytes must be what the extension says; a .docx's zip is checked from its directory, unpacked never."""
-        if suffix in PLAIN_TEXT_SUFFIXES:
-            # No encoding takes more than 4 bytes a character: a lower bound of the letters, before decoding a byte.
-            letters = (len(data) - sum(data.count(c) for c in (b" ", b"\n", b"\t", b"\r"))) // 4
-            self._refuse_letters(letters)
-        if suffix == ".pdf" and b"%PDF-" not in data[:1024]:
-            raise SkipFile("PDF 文件损坏或不是 PDF：文件头不是 %PDF（内容与扩展名不符） (not a PDF)")
-        if suffix != ".docx":
-            return
-        if not data.startswith(b"PK\x03\x04"):
-            raise SkipFile("DOCX 文件损坏或不是 Word 文档：不是 zip 格式（内容与扩展名不符） (not a zip)")
-        try:
-            with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                members = archive.infolist()
-        except (zipfile.BadZipFile, ValueError, OSError) as exc:
-            raise SkipFile(f"DOCX 文件损坏或不是 Word 文档 ({type(exc).__name__}: {exc})") from exc
-        if len(members) > ZIP_MAX_MEMBERS:
-            raise SkipFile(
-                f"DOCX 压缩包内有 {len(members)} 个文件，超过上限 {ZIP_MAX_MEMBERS}，疑似恶意文件 (zip bomb)"
-            )
-        total = sum(m.file_size for m in members)
-        if total > self.settings.ingest_max_unzipped_mb * MB:
-            raise SkipFile(
-                f"DOCX 解压后共 {total / MB:.0f} MB，超过上限 {self.settings.ingest_max_unzipped_mb:g} MB"
-                f"（INGEST_MAX_UNZIPPED_MB），疑似 zip 炸弹 (zip bomb)"
-            )
-        for member in members:
-            ratio = member.file_size / max(member.compress_size, 1)
-            if member.file_size > ZIP_RATIO_MIN_SIZE and ratio > self.settings.ingest_max_zip_ratio:
-                raise SkipFile(
-                    f"DOCX 中 {member.filename} 的压缩比为 {ratio:.0f}:1，超过上限 "
-                    f"{self.settings.ingest_max_zip_ratio:g}:1（INGEST_MAX_ZIP_RATIO），疑似 zip 炸弹 "
-                    f"(zip bomb)"
-                )
-        xml = sum(m.file_size for m in members if m.filename.lower().endswith((".xml", ".rels")))
-        if xml > self.settings.ingest_max_docx_xml_mb * MB:
-            raise SkipFile(
-                f"DOCX 中的 XML 解压后共 {xml / MB:.0f} MB，超过上限 "
-                f"{self.settings.ingest_max_docx_xml_mb:g} MB（INGEST_MAX_DOCX_XML_MB），正文过大，已跳过 "
-                f"(document XML too large)"
-            )
-        if not any(m.filename == "word/document.xml" for m in members):
-            raise SkipFile("DOCX 文件损坏或不是 Word 文档：缺少 word/document.xml (not a Word document)")
-
-    def _load_snapshot(self, name: str, data: bytes):
-        """Parse exactly the bytes that were hashed: a private copy, so a file rewritten meanwhile cannot mix in."""
-        with tempfile.TemporaryDirectory(prefix="clincite-ingest-") as folder:
-            snapshot = Path(folder) / name
-            snapshot.write_bytes(data)
-            return load_document(snapshot)
-
-    def _check_text_size(self, text: str) -> None:
-        """Refuse before chunking when even perfectly packed chunks could not stay within the chunk limit."""
-        self._refuse_letters(len(text) - sum(text.count(c) for c in WHITESPACE))
-
-    def _refuse_letters(self, letters: int) -> None:
-        limit = self.settings.ingest_max_chunks_per_document
-        if letters > limit * self.settings.chunk_max_chars:
-            needed = letters // self.settings.chunk_max_chars
-            raise SkipFile(
-                f"正文至少 {letters} 字，至少需要 {needed} 个片段，超过上限 {limit}"
-                f"（INGEST_MAX_CHUNKS_PER_DOCUMENT），文件过大，已跳过 (too many chunks)"
-            )
 
     # --- indexes ---
     def _ensure_bm25(self, force: bool) -> None:
@@ -448,35 +301,6 @@ class Ingestor:
         if not missing:
             return 0
         return self._add_vectors(list(self.kb.catalogue.get_chunks(missing).values()))
-
-
-def _require_regular(mode: int) -> None:
-    if stat.S_ISREG(mode):
-        return
-    kinds = [
-        (stat.S_ISDIR, "文件夹"),
-        (stat.S_ISFIFO, "命名管道 (FIFO)"),
-        (stat.S_ISSOCK, "套接字 (socket)"),
-        (stat.S_ISCHR, "字符设备"),
-        (stat.S_ISBLK, "块设备"),
-    ]
-    kind = next((label for test, label in kinds if test(mode)), "特殊文件")
-    raise SkipFile(f"不是普通文件（{kind}），未读取 (not a regular file)")
-
-
-def _too_big(size: int, limit_mb: float) -> str:
-    return f"文件大小 {size / MB:.1f} MB，超过上限 {limit_mb:g} MB（INGEST_MAX_FILE_MB） (file too large)"
-
-
-def _symlink_reason(path: Path, roots: list[Path]) -> str:
-    """Symlinks met while walking a folder are never followed: outside, they could expose any file on the machine
-    (`/etc/passwd`); inside, their target is ingested under its own name anyway."""
-    target = path.resolve()
-    if not target.exists():
-        return "符号链接指向的文件不存在，未跟随 (broken symlink)"
-    if any(target == root or root in target.parents for root in roots):
-        return f"符号链接，未跟随：目标 {display_name(str(target))} 已在导入范围内，按其自身名称导入 (symlink)"
-    return f"符号链接指向所给文件夹之外（{display_name(str(target))}），未跟随 (symlink outside the folders given)"
 
 
 def _heading_note(document, limit: int) -> str:
