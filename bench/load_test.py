@@ -378,6 +378,7 @@ class Clinician:
                 started = True
             elif event == "new_message" and step.get("name") == "on_message" and step.get("type") == "run":
                 answer.run_step_id = step.get("id")
+                self.thread_id = self.thread_id or step.get("threadId")  # if first_interaction came before we listened
             elif event == "stream_start" and step.get("name") == ANSWER_AUTHOR:
                 answer_id = step.get("id")
                 answer.ttft = answer.ttft if answer.ttft is not None else at - sent

@@ -355,13 +355,24 @@ def running_app() -> RunningApp:
 def send_question(page, question: str) -> None:
     """Type a question into the chat box and send it, as a clinician does once the page is ready.
 
-    Chainlit keeps the send button disabled until its socket is connected; Enter pressed before that is silently
-    ignored (the text stays in the box), so wait for the button, click it, and check the box was emptied.
+    Chainlit keeps the send button disabled until its socket is connected, and may remount the composer (empty) while
+    a resumed thread loads; Enter pressed meanwhile is silently ignored. So type until the button is enabled with
+    the question in the box, click it, and check the box was emptied (the question went out).
     """
     from playwright.sync_api import expect
 
-    page.fill("textarea#chat-input", question)
-    submit = page.locator("#chat-submit")
-    expect(submit).to_be_enabled(timeout=60_000)
+    box, submit = page.locator("textarea#chat-input"), page.locator("#chat-submit")
+    deadline = time.time() + 60
+    while True:
+        if box.input_value() != question:
+            box.fill(question)
+        try:
+            expect(submit).to_be_enabled(timeout=2_000)
+            break
+        except AssertionError:
+            if time.time() > deadline:
+                (ROOT / "test-artifacts" / "browser").mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(ROOT / "test-artifacts" / "browser" / "send-question-failed.png"))
+                raise
     submit.click()
-    expect(page.locator("textarea#chat-input")).to_have_value("", timeout=30_000)
+    expect(box).to_have_value("", timeout=30_000)
