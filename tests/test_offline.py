@@ -107,3 +107,17 @@ def test_question_analysis_finds_topic_aspects_and_follow_ups():
     assert analyse("这种治疗安全吗？", previous=["重复低强度红光治疗控制近视的效果如何？"]).aspects == ["不良反应"]
     assert analyse("停药后会反弹吗？", previous=["低浓度阿托品滴眼液怎么用？"]).inherited == "低浓度阿托品滴眼液"
     assert analyse("户外活动每天多长时间可以预防近视？").aspects == [], "预防近视 is the goal, not an aspect"
+
+
+async def test_a_pdf_passage_is_quoted_by_its_sentences_not_its_heading(tmp_path):
+    """PDF passages carry their heading as a plain first line: the answer quotes what the guideline says under it."""
+    import realfiles as rf
+
+    rf.make_all(tmp_path / "docs")
+    settings = make_settings(tmp_path, embedding_model="/nonexistent/model", answer_cache_size=0)
+    kb = KnowledgeBase(settings)
+    Ingestor(settings, kb).run([tmp_path / "docs"])
+    service = TwoStageQueryService(settings, HybridSearcher(settings, kb, Embedder(settings.embedding_model)))
+    result = await service.ask("高度近视儿童多久做一次散瞳眼底检查？")
+    assert "每年至少进行一次散瞳眼底检查" in tldr(result.answer)
+    assert result.citations and all(c.quote.strip() != "三、高度近视的随访" for c in result.citations)

@@ -50,7 +50,11 @@ class Candidate:
 def sections(hit: Hit, rank: int = 0) -> list[Section]:
     """The hit's text cut at its Markdown headings; heading levels below the document title extend the path."""
     out, path, lines, start_path = [], list(hit.heading_path), [], list(hit.heading_path)
+    # PDF and DOCX passages carry their headings as plain lines ("三、高度近视的随访"): a heading, not evidence.
+    plain_headings = {h.strip() for h in hit.heading_path}
     for line in hit.text.splitlines(keepends=True):
+        if line.strip() in plain_headings and not "".join(lines).strip():
+            continue
         match = _HEADING.match(line.strip())
         if match:
             if "".join(lines).strip():

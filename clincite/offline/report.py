@@ -20,6 +20,7 @@ MAX_ITEMS = 5
 PER_ANALYSIS = 2
 CONCLUSION_CHARS = 160
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述")
+KEY_SENTENCE_MARGIN = 3  # bigrams of the question a later sentence must share beyond the opening to lead the TL;DR
 
 
 @dataclass
@@ -43,7 +44,11 @@ def extractive_report(analyses: list[SubQueryAnalysis], gaps: list[str], basis_o
     items = _items(analyses, basis_of)
     label = f"> {notice}\n\n" if notice else ""
     gap = f"\n\n{gap_line(gaps)}" if gaps else ""
-    tldr = f"{_opening(items[0].extract.text)}【1】" if items else "未找到可引用的原文。"
+    tldr = (
+        f"{_key_sentence(items[0].extract.text, items[0].analysis.sub_query.text)}【1】"
+        if items
+        else "未找到可引用的原文。"
+    )
     conclusion = _conclusion(items) + gap
     evidence = "\n\n".join(
         format_evidence_item(
@@ -83,6 +88,28 @@ def _opening(text: str) -> str:
     if len(found) > 1 and found[1].startswith(PRONOUN_START):
         return found[0] + found[1]
     return found[0]
+
+
+def _key_sentence(text: str, query: str) -> str:
+    """The opening sentence, unless a later one shares clearly more of the question's wording: a section that opens
+    with context ("…风险较高。") then leads with the sentence that answers ("…每年至少进行一次散瞳眼底检查…")."""
+    found = [s for s in _SENTENCE.findall(text) if s.strip()]
+    if len(found) < 2:
+        return _opening(text)
+    wanted = _bigrams(query)
+    shared = [len(wanted & _bigrams(sentence)) for sentence in found]
+    best = max(range(len(found)), key=lambda i: (shared[i], -i))
+    if shared[best] < max(shared[0] + KEY_SENTENCE_MARGIN, 1.5 * shared[0]):  # the opening, unless clearly beaten
+        return _opening(text)
+    sentence = found[best]
+    with_previous = found[best - 1] + sentence
+    if sentence.startswith(PRONOUN_START) and with_previous in text:  # 它/其… needs what it refers to
+        return with_previous
+    return sentence
+
+
+def _bigrams(text: str) -> set[str]:
+    return {text[i : i + 2] for i in range(len(text) - 1) if not any(c in "，。？！、,.?! " for c in text[i : i + 2])}
 
 
 def _summary(text: str) -> str:
