@@ -26,6 +26,8 @@ from fastapi.responses import (
     Response,
 )
 
+from clincite.catalogue import Catalogue
+from clincite.web import state
 from clincite.web.auth import login_route
 from clincite.web.datalayer import FILES_ROUTE, ClinCiteDataLayer
 from clincite.web.looplag import summary as loop_lag
@@ -52,6 +54,10 @@ def request_user(request: Request):
         return decode_jwt(token)
     except (jwt.PyJWTError, TypeError, ValueError):  # forged, expired, or not a login token
         return None
+
+
+def kb_catalogue() -> Catalogue:
+    return state.current().service.kb.catalogue
 
 
 def metrics_layer() -> ClinCiteDataLayer:
@@ -129,7 +135,7 @@ async def original_file(source: str, request: Request) -> Response:
     """ "打开原文": the original file of a KB document, to whoever is logged in; only files the catalogue lists."""
     if request_user(request) is None:
         return JSONResponse({"error": "需要登录 (login required)"}, status_code=401)
-    found = original_document(source)
+    found = original_document(kb_catalogue(), source)
     if found is None:
         return JSONResponse({"error": "知识库中没有这个文件 (not found)"}, status_code=404)
     path, media_type, text = found
@@ -150,7 +156,7 @@ async def passage_page(chunk_id: str, request: Request) -> Response:
     """A passage in its document: the neighbouring passages before and after it, one click from the side panel."""
     if request_user(request) is None:
         return RedirectResponse("/login", status_code=303)
-    page = render_passage_page(chunk_id, request.query_params.get("quote", ""))
+    page = render_passage_page(kb_catalogue(), chunk_id, request.query_params.get("quote", ""))
     if page is None:
         return HTMLResponse("<p>片段不存在（知识库可能已更新）。</p>", status_code=404)
     return HTMLResponse(

@@ -3,8 +3,8 @@
 - `source_markdown(citation, chunk)`: the side-panel content behind 【n】: 《title》 · section path · 第 N 页, whether
   the quote was found verbatim, the evidence item it supports, the passage with the quote highlighted in place, and
   two links: "打开原文" (a PDF opens at #page=N) and the neighbouring passages.
-- `render_passage_page(chunk_id, quote)`: an HTML page with the passage between its neighbours, walkable.
-- `original_document(source)`: the original file of a KB document (only files the catalogue lists).
+- `render_passage_page(catalogue, chunk_id, quote)`: an HTML page with the passage between its neighbours, walkable.
+- `original_document(catalogue, source)`: the original file of a KB document (only files the catalogue lists).
 
 Document text is made inert (`clincite.inert.inert_text`) before any markup of ours is added around it, so the
 highlight survives and nothing in a document can become a link or an image.
@@ -19,6 +19,7 @@ import unicodedata
 from pathlib import Path
 from urllib.parse import quote as url_quote
 
+from clincite.catalogue import Catalogue
 from clincite.citations import normalise
 from clincite.inert import inert_text
 from clincite.naming import display_source
@@ -165,20 +166,14 @@ def source_markdown(citation: Citation, chunk: Chunk | None) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Routes' helpers (the app context is looked up lazily: this module is imported before the app is built)
+# Routes' helpers: the routes hand in the KB catalogue of the app
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _catalogue():
-    from clincite.web import state
-
-    return state.current().service.kb.catalogue
-
-
-def original_document(source: str) -> tuple[Path, str, str | None] | None:
+def original_document(catalogue: Catalogue, source: str) -> tuple[Path, str, str | None] | None:
     """(path, media type, decoded text or None) of a KB document's original file; None unless the catalogue lists
     it and it still exists. Text formats come back decoded (Big5, UTF-16 … read correctly in the browser)."""
-    record = _catalogue().documents().get(source)
+    record = catalogue.documents().get(source)
     if record is None:
         return None
     path = Path(record.path)
@@ -202,8 +197,7 @@ def original_document(source: str) -> tuple[Path, str, str | None] | None:
     return path, media_type, None
 
 
-def render_passage_page(chunk_id: str, quote: str = "") -> str | None:
-    catalogue = _catalogue()
+def render_passage_page(catalogue: Catalogue, chunk_id: str, quote: str = "") -> str | None:
     found = catalogue.get_chunks([chunk_id]).get(chunk_id)
     if found is None:
         return None
