@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -145,6 +146,57 @@ def run_cli(monkeypatch, capsys):
         return CliRun(code or 0, out, err)
 
     return run
+
+
+# --- a Chroma server ------------------------------------------------------------------------------------------------
+
+
+class ChromaServer:
+    """`chroma run` on 127.0.0.1 in its own process group; stop() and start() again on the same data and port."""
+
+    def __init__(self, path: Path, port: int):
+        self.path, self.port, self.process = path, port, None
+        self.log = path.parent / "chroma.log"
+
+    def start(self) -> None:
+        chroma = str(Path(sys.executable).parent / "chroma")
+        with self.log.open("a") as log:
+            self.process = subprocess.Popen(
+                [chroma, "run", "--path", str(self.path), "--host", "127.0.0.1", "--port", str(self.port)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                pytest.fail("chroma run exited:\n" + self.log.read_text()[-2000:])
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v2/heartbeat", timeout=1)
+                return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        pytest.fail("chroma run did not answer within 60 s:\n" + self.log.read_text()[-2000:])
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)  # the group started for this server only
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=5)
+
+
+@pytest.fixture()
+def chroma_server(tmp_path):
+    """`chroma run` on 127.0.0.1 with its own data folder: `.port`, and `.stop()` / `.start()` to take it away."""
+    server = ChromaServer(tmp_path / "chroma-server", free_port())
+    server.start()
+    yield server
+    server.stop()
 
 
 # --- app servers: `chainlit run app.py -h`, booted in the background as soon as collection shows they are needed ---
@@ -350,6 +402,19 @@ def running_app() -> RunningApp:
 
 
 # --- the browser ----------------------------------------------------------------------------------------------------
+
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's: Playwright cannot download browsers here
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 
 def send_question(page, question: str) -> None:

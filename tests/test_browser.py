@@ -12,20 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, send_question
+from conftest import CHROMIUM, CHROMIUM_ARGS, ROOT, send_question
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 STARTER_LABEL = "低浓度阿托品"
 STARTER_QUESTION = "低浓度阿托品控制近视的效果和副作用？"
 

@@ -9,17 +9,11 @@ other waits are safety limits far above them, so a regression fails instead of h
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
 import time
-import urllib.request
 import uuid
-from pathlib import Path
 
 import pytest
-from conftest import ROOT, SAMPLE_KB, free_port, make_settings
+from conftest import ROOT, SAMPLE_KB, make_settings
 from fake_clinical_llm import AGENTS, ClinicalLLM, agent_requests, llm_settings
 from fake_openai_server import FakeOpenAIServer, Reply
 
@@ -202,53 +196,6 @@ async def test_the_apps_stop_cancels_the_question(hanging_app, server):
 # --- the vector store down -----------------------------------------------------------------------------------------
 
 
-class ChromaServer:
-    """`chroma run` on 127.0.0.1 in its own process group; stop() and start() again on the same data and port."""
-
-    def __init__(self, path: Path, port: int):
-        self.path, self.port, self.process = path, port, None
-        self.log = path.parent / "chroma.log"
-
-    def start(self) -> None:
-        chroma = str(Path(sys.executable).parent / "chroma")
-        with self.log.open("a") as log:
-            self.process = subprocess.Popen(
-                [chroma, "run", "--path", str(self.path), "--host", "127.0.0.1", "--port", str(self.port)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                pytest.fail("chroma run exited:\n" + self.log.read_text()[-2000:])
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v2/heartbeat", timeout=1)
-                return
-            except OSError:
-                time.sleep(0.2)
-        self.stop()
-        pytest.fail("chroma run did not answer within 60 s:\n" + self.log.read_text()[-2000:])
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)  # the group started for this server only
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=5)
-
-
-@pytest.fixture()
-def chroma(tmp_path):
-    server = ChromaServer(tmp_path / "chroma-server", free_port())
-    server.start()
-    yield server
-    server.stop()
-
-
 async def ask_with_events(service: TwoStageQueryService, question: str):
     events = []
     async with asyncio.timeout(HANG):  # safety only
@@ -261,12 +208,12 @@ def semantic_hits(events) -> int:
     return sum("semantic" in h.found_by for e in events if isinstance(e, SearchDone) for h in e.hits)
 
 
-async def test_vector_store_down_answers_bm25_only_with_a_notice_and_recovers(tmp_path, chroma, server):
+async def test_vector_store_down_answers_bm25_only_with_a_notice_and_recovers(tmp_path, chroma_server, server):
     settings = llm_settings(
         make_settings(
             tmp_path / "data",
             chroma_host="127.0.0.1",
-            chroma_port=chroma.port,
+            chroma_port=chroma_server.port,
             vector_store_retry=0.5,
             vector_store_timeout=3.0,
         ),
@@ -282,14 +229,14 @@ async def test_vector_store_down_answers_bm25_only_with_a_notice_and_recovers(tm
     assert result.search_mode == "hybrid" and not result.degradations
     assert semantic_hits(events), "hybrid search found nothing through the Chroma server"
 
-    chroma.stop()
+    chroma_server.stop()
     events, result = await ask_with_events(service, NEXT_QUESTION)
     assert "### 论据与来源" in result.answer and result.citations, "no answer while the vector store is down"
     assert result.search_mode == "bm25"
     assert any(isinstance(e, NoticeEvent) and e.kind == "bm25_only" for e in events), "no notice to the clinician"
     recorded = [d.component for d in result.degradations]  # checked last: the recovery below is worth knowing too
 
-    chroma.start()
+    chroma_server.start()
     await asyncio.sleep(settings.vector_store_retry)
     events, result = await ask_with_events(service, "高度近视需要警惕哪些并发症？")
     assert result.search_mode == "hybrid" and not result.degradations, "search did not recover by itself"

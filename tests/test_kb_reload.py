@@ -12,11 +12,9 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
-import pytest
-from conftest import ATROPINE, ORTHO_K, ROOT, SAMPLE_KB, free_port, make_settings
+from conftest import ATROPINE, ORTHO_K, ROOT, SAMPLE_KB, make_settings
 
 from clincite.chunking import chunk_document
 from clincite.ingest import Ingestor
@@ -120,47 +118,6 @@ async def test_a_new_version_is_swapped_in_in_the_background_while_the_old_one_s
 
 
 # --- the vector store goes away and comes back --------------------------------------------------------------------
-
-
-class ChromaServer:
-    """`chroma run` on 127.0.0.1, stoppable and restartable on the same port and data folder."""
-
-    def __init__(self, path: Path):
-        self.path, self.port, self.proc = path, free_port(), None
-
-    def start(self) -> None:
-        chroma = os.path.join(os.path.dirname(sys.executable), "chroma")
-        self.proc = subprocess.Popen(
-            [chroma, "run", "--path", str(self.path), "--host", "127.0.0.1", "--port", str(self.port)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v2/heartbeat", timeout=1)
-                return
-            except OSError:
-                time.sleep(0.2)
-        self.stop()
-        pytest.fail("chroma server did not start")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-@pytest.fixture()
-def chroma_server(tmp_path):
-    server = ChromaServer(tmp_path / "chroma-server")
-    server.start()
-    yield server
-    server.stop()
 
 
 async def test_vector_store_down_means_bm25_only_for_that_question_and_recovers_by_itself(tmp_path, chroma_server):

@@ -6,14 +6,8 @@ Searches run on the hashing embedder; `test_the_real_model_finds_passages_by_mea
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
-import urllib.request
 
-import pytest
-from conftest import ATROPINE, ORTHO_K, ROOT, SAMPLE_KB, TEST_MODEL, free_port, make_settings
+from conftest import ATROPINE, ORTHO_K, ROOT, SAMPLE_KB, TEST_MODEL, make_settings
 
 import query
 from clincite.embeddings import Embedder
@@ -156,38 +150,14 @@ async def test_the_real_model_finds_passages_by_meaning(tmp_path, real_embedder)
     assert vectors.shape == (2, 384)
 
 
-@pytest.fixture()
-def chroma_server(tmp_path):
-    port = free_port()
-    chroma = os.path.join(os.path.dirname(sys.executable), "chroma")
-    proc = subprocess.Popen(
-        [chroma, "run", "--path", str(tmp_path / "server"), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail("chroma server did not start")
-    yield port
-    proc.terminate()
-    proc.wait(timeout=20)
-
-
 async def test_vectors_can_live_in_a_chroma_server(tmp_path, chroma_server):
-    settings = make_settings(tmp_path, chroma_host="127.0.0.1", chroma_port=chroma_server)
+    settings = make_settings(tmp_path, chroma_host="127.0.0.1", chroma_port=chroma_server.port)
     kb = KnowledgeBase(settings)
     Ingestor(settings, kb).run([SAMPLE_KB / ATROPINE, SAMPLE_KB / ORTHO_K])
     assert not (kb.dir / "chroma").exists(), "no embedded store when CHROMA_HOST is set"
     import chromadb
 
-    remote = chromadb.HttpClient(host="127.0.0.1", port=chroma_server)
+    remote = chromadb.HttpClient(host="127.0.0.1", port=chroma_server.port)
     collection = remote.get_collection(kb.vectors(settings.embedding_model).name)
     assert collection.count() == len(kb.catalogue.chunk_ids())
     hits = await HybridSearcher(settings, kb).search("角膜塑形镜 感染 护理")

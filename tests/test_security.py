@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 import socketio
-from conftest import ROOT, AppServer, free_port, send_question
+from conftest import CHROMIUM, CHROMIUM_ARGS, ROOT, AppServer, free_port, send_question
 
 from clincite.inert import inert_report, inert_text
 from clincite.prompts import PROMPT_FILES, PROMPTS_DIR, answer_prompt, decomposition_prompt, judge_prompt
@@ -552,17 +552,6 @@ async def test_8_secure_cookie_over_https(app):
 
 
 # --- 6 in a real browser ---
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 
 
 @pytest.mark.skipif(not Path(CHROMIUM).exists() and not os.environ.get("CI"), reason="chromium is not installed")

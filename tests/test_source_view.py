@@ -15,23 +15,12 @@ from pathlib import Path
 
 import pytest
 import realfiles as rf
-from conftest import ROOT, AppServer, send_question
+from conftest import CHROMIUM, CHROMIUM_ARGS, ROOT, AppServer, send_question
 
 from clincite.shapes import Chunk, Citation
 from clincite.web.sources import highlighted_markdown, locate_quote, source_markdown, with_pages
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 USER, PASSWORD = "doctor_src", "password-src-123"
 QUESTIONS = [
     "高度近视儿童多久做一次散瞳眼底检查？",
