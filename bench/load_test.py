@@ -282,6 +282,7 @@ for name in sys.argv[3:]:
 class Answer:
     clinician: str
     question: str
+    round: int = 0  # the clinician's 1st, 2nd … question (round 1 of all clinicians starts at the same instant)
     ttft: float | None = None
     total: float | None = None
     run_step_id: str | None = None
@@ -444,6 +445,7 @@ async def clinician_session(
             await start.wait()
         for i, question in enumerate(questions):
             answer = await clinician.ask(question)
+            answer.round = i + 1
             answers.append(answer)
             if answer.ttft is not None:
                 await asyncio.wait_for(clinician.rate(answer, value=1 if i % 2 == 0 else 0), 30)
@@ -570,6 +572,7 @@ async def measure(base: str, args, lag_file: Path, db: Path, rss: RssSampler, ap
                 await ready.get()
     except TimeoutError:
         log("warning: not every clinician logged in in time; starting with those who did")
+    log("every clinician is logged in: the questions start")
     load_start, load_cpu = time.time(), cpu.read()
     go.set()
     done, pending = await asyncio.wait(sessions, timeout=args.deadline)
@@ -625,6 +628,11 @@ async def measure(base: str, args, lag_file: Path, db: Path, rss: RssSampler, ap
             "total_p50": percentile([a.total for a in answers if a.total], 50),
             "total_p95": percentile([a.total for a in answers if a.total], 95),
             "loop_lag": load_lag,
+            "ttft_by_round": {
+                r: {"p50": percentile(t, 50), "p95": percentile(t, 95)}
+                for r in sorted({a.round for a in answers if a.ttft is not None})
+                for t in [[a.ttft for a in answers if a.round == r and a.ttft is not None]]
+            },
         },
         "ttft_p95_over_solo": round(percentile(ttfts, 95) / solo_p50, 2) if ttfts and solo_p50 else None,
         "ttft_over_same_question_alone": {"p50": percentile(same_question, 50), "p95": percentile(same_question, 95)},
@@ -657,6 +665,8 @@ def print_table(report: dict) -> None:
         f"target ≤ {TARGETS['ttft_ratio']}× {verdict['ttft']}",
         f"{'TTFT ÷ same question alone':<28}{report['ttft_over_same_question_alone']['p50']!s:>10} p50, "
         f"{report['ttft_over_same_question_alone']['p95']} p95",
+        f"{'TTFT by round p50/p95 (s)':<28}"
+        + "; ".join(f"{r}: {v['p50']} / {v['p95']}" for r, v in load["ttft_by_round"].items()),
         f"{'total per question p50/p95':<28}{load['total_p50']!s:>10} / {load['total_p95']} s",
         f"{'answer rows':<28}{rows['answer_records']:>10} / {rows['expected']}   {verdict['rows']}",
         f"{'feedback rows':<28}{rows['feedbacks']:>10} / {rows['expected']}",
