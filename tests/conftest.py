@@ -441,3 +441,28 @@ def send_question(page, question: str) -> None:
                 raise
     submit.click()
     expect(box).to_have_value("", timeout=30_000)
+
+
+def give_feedback(page, answer, thumbs_up: bool, comment: str) -> None:
+    """👍 or 👎 on an answer with a comment, as a clinician gives it: the button opens Chainlit's comment dialog.
+
+    On a busy machine a click can land before the button is wired up and open nothing, so click until the dialog
+    shows; a dialog that opened late is used as it is.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import expect
+
+    button = answer.locator(".positive-feedback-off" if thumbs_up else ".negative-feedback-off")
+    comment_box = page.locator("[role=dialog] textarea")
+    deadline = time.time() + 60
+    while True:
+        try:
+            if not comment_box.is_visible():
+                button.click(timeout=10_000)  # blocked (and retried) if the dialog opened meanwhile
+            expect(comment_box).to_be_visible(timeout=3_000)
+            break
+        except (AssertionError, PlaywrightTimeout):
+            if time.time() > deadline:
+                raise
+    comment_box.fill(comment)
+    page.locator("#submit-feedback").click()

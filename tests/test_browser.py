@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CHROMIUM, CHROMIUM_ARGS, ROOT, send_question
+from conftest import CHROMIUM, CHROMIUM_ARGS, ROOT, give_feedback, send_question
 
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 STARTER_LABEL = "低浓度阿托品"
@@ -82,9 +82,7 @@ def test_a_clinician_asks_reads_the_sources_and_rates_the_answer(running_app, br
     expect(side).to_contain_text(quote_start)
     shot(page, "04-source-passage")
 
-    answer.locator(".positive-feedback-off").click()
-    page.locator("[role=dialog] textarea").fill("引用准确，节省时间")
-    page.locator("#submit-feedback").click()
+    give_feedback(page, answer, thumbs_up=True, comment="引用准确，节省时间")
     expect(answer.locator(".positive-feedback-on")).to_have_count(1, timeout=20_000)
     shot(page, "05-feedback-given")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import realfiles as rf
-from conftest import CHROMIUM, CHROMIUM_ARGS, ROOT, AppServer, send_question
+from conftest import CHROMIUM, CHROMIUM_ARGS, ROOT, AppServer, give_feedback, send_question
 
 from clincite.shapes import Chunk, Citation
 from clincite.web.sources import highlighted_markdown, locate_quote, source_markdown, with_pages
@@ -265,9 +265,7 @@ def test_source_view_reload_and_clean_first_screen(app_server):
         page.goto(thread_url)
         last = page.locator(".step[data-step-type='assistant_message']").filter(has_text="论据与来源").last
         expect(last).to_be_visible(timeout=30_000)
-        last.locator(".negative-feedback-off").click()
-        page.locator("[role=dialog] textarea").fill("没有说明镜盒多久更换（演示评论）")
-        page.locator("#submit-feedback").click()
+        give_feedback(page, last, thumbs_up=False, comment="没有说明镜盒多久更换（演示评论）")
         expect(last.locator(".negative-feedback-on")).to_have_count(1, timeout=20_000)
         page.goto(base + "/metrics")
         expect(page.get_by_text("没有说明镜盒多久更换（演示评论）")).to_be_visible()
