@@ -634,7 +634,7 @@ async def measure(base: str, args, lag_file: Path, db: Path, rss: RssSampler, ap
                 for t in [[a.ttft for a in answers if a.round == r and a.ttft is not None]]
             },
         },
-        "ttft_p95_over_solo": round(percentile(ttfts, 95) / solo_p50, 2) if ttfts and solo_p50 else None,
+        "ttft_p95_over_solo": round(percentile(ttfts, 95) / solo_p50, 3) if ttfts and solo_p50 else None,
         "ttft_over_same_question_alone": {"p50": percentile(same_question, 50), "p95": percentile(same_question, 95)},
         "rows": {**rows, "expected": expected},
         "rss_mb": {"peak": round(rss.peak_mb, 1), "end": round(rss.last_mb, 1)},
