@@ -109,7 +109,7 @@ class Settings(BaseSettings):
     offline_mode: Literal["auto", "on", "off"] = "auto"
     llm_output_mode: Literal["tool", "native", "prompted"] = "tool"
     llm_max_retries: int = Field(2, ge=0)
-    llm_max_concurrency: int = Field(160, ge=1)  # 20 clinicians × the per-question cap: never binds before 20 ask at once
+    llm_max_concurrency: int = Field(160, ge=1)  # 20 clinicians × the per-question cap (binds only beyond 20)
     llm_max_concurrency_per_question: int = Field(8, ge=1)  # one question cannot take every slot
 
     # --- the four agents: per-request timeout (retried) inside a larger per-stage budget ---
