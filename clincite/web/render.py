@@ -35,7 +35,7 @@ from clincite.web.sources import source_markdown, with_pages
 ANSWER_AUTHOR = "ClinCite"
 NOTICE_AUTHOR = "系统提示"
 BM25_ONLY_NOTICE = "语义检索暂不可用，本次仅用关键词检索（原因与修复方法见 /metrics 的系统状态）。"
-FLUSH_SECONDS = 0.1  # tokens are sent in batches: one socket event and one markdown re-parse per batch
+FLUSH_SECONDS = 0.1  # tokens go in batches, ten a second: each batch re-sends and re-renders the whole report
 SNIPPET_CHARS = 80
 CONFIDENCE = {"high": "高", "medium": "中", "low": "低"}
 ChunkLookup = Callable[[list[str]], dict[str, Chunk]]
