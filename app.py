@@ -23,7 +23,7 @@ from clincite.web import state
 from clincite.web.auth import install as install_session_guard
 from clincite.web.auth import logout_hook
 from clincite.web.render import NOTICE_AUTHOR, ChainlitRenderer
-from clincite.web.startup import STARTERS, prepare_auth_secret, start_app
+from clincite.web.startup import STARTERS, prepare_auth_secret, start_app, stop_app
 
 log = logging.getLogger("clincite.app")
 
@@ -42,6 +42,11 @@ def data_layer():
 @cl.on_app_startup
 async def on_startup() -> None:
     await start_app(state.current())
+
+
+@cl.on_app_shutdown
+async def on_shutdown() -> None:
+    await stop_app(state.current())
 
 
 @cl.password_auth_callback

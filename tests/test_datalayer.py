@@ -195,6 +195,30 @@ async def test_concurrent_step_writes_keep_the_final_output(layer):
     assert len(rows) == 20 and all(r["output"] == "最终输出" for r in rows)
 
 
+async def test_a_resumed_thread_shows_the_steps_written_a_moment_before(layer):
+    """Step writes wait a moment to share one transaction; reopening the thread must not miss them."""
+    from chainlit.context import ChainlitContext, context_var
+    from chainlit.emitter import BaseChainlitEmitter
+    from chainlit.session import HTTPSession
+
+    session = HTTPSession(id=str(uuid.uuid4()), client_type="webapp", thread_id=str(uuid.uuid4()))
+    context_var.set(ChainlitContext(session, emitter=BaseChainlitEmitter(session)))
+    threads = [await make_thread(layer, "doctor_b") for _ in range(3)]
+    names = ["问题分解", "检索", "充分性判断"]
+    writes = []
+    for thread in threads:  # as Chainlit does: fire-and-forget tasks, a send and then an update of each step
+        for i, name in enumerate(names):
+            step = {"id": f"{thread}-{i}", "threadId": thread, "name": name, "type": "tool", "streaming": False}
+            sent = {**step, "output": "", "createdAt": f"2026-11-21T00:00:0{i}Z"}
+            writes.append(asyncio.create_task(layer.create_step(sent)))
+            writes.append(asyncio.create_task(layer.update_step({**step, "output": f"{name}的结果"})))
+    await asyncio.sleep(0)  # the tasks have run up to their wait for the commit
+    for thread in threads:
+        stored = await layer.get_thread(thread)
+        assert [(s["name"], s["output"]) for s in stored["steps"]] == [(n, f"{n}的结果") for n in names]
+    await asyncio.gather(*writes)
+
+
 def test_a_stored_source_passage_is_served_to_its_owner_only(running_app):
     """What a resumed thread's 【n】 link opens: the passage file, through the app's route, for its owner alone."""
     owner, other = running_app.login("doctor_a"), running_app.login("doctor_b")

@@ -49,6 +49,11 @@ async def start_app(app: AppContext) -> None:
     task.add_done_callback(app.background.discard)
 
 
+async def stop_app(app: AppContext) -> None:
+    """The step writes still waiting for their group commit go to the database before the process ends."""
+    await app.data_layer.flush_steps()
+
+
 async def replay_unsaved_feedback(app: AppContext) -> None:
     """Ratings the database refused earlier (kept in feedback_not_saved.jsonl) go into it now."""
     try:
