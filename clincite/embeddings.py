@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -154,6 +157,49 @@ class Embedder:
             while len(self._cache) > QUERY_CACHE_SIZE:
                 self._cache.popitem(last=False)
         return np.stack([known[q] for q in queries]) if queries else np.zeros((0, 0))
+
+
+class BatchedQueryEncoder:
+    """Query embeddings of concurrent searches, encoded together on one thread of their own.
+
+        encoder = BatchedQueryEncoder(embedder.encode_queries)
+        vectors = await encoder.encode(["低浓度阿托品 副作用"])     # rows in the order of the queries
+
+    Each search used to encode its own queries in a thread of the shared executor: twenty clinicians at once meant
+    six encodes side by side, each asking torch for both cores (136 ms each instead of ~10 ms alone), with the cheap
+    steps of every other search queued behind them. Here one thread encodes whatever is waiting as one batch.
+    """
+
+    def __init__(self, encode_queries: Callable[[list[str]], np.ndarray]):
+        self._encode_queries = encode_queries
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clincite-encode")
+        self._waiting: list[tuple[list[str], asyncio.Future]] = []
+        self._drainer: asyncio.Task | None = None
+
+    async def encode(self, queries: list[str]) -> np.ndarray:
+        future = asyncio.get_running_loop().create_future()
+        self._waiting.append((list(queries), future))
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._waiting:
+            batch, self._waiting = self._waiting, []
+            texts = [query for queries, _ in batch for query in queries]
+            try:
+                vectors = await loop.run_in_executor(self._executor, self._encode_queries, texts)
+            except Exception as exc:
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            start = 0
+            for queries, future in batch:
+                if not future.done():  # a search cancelled meanwhile (Stop) no longer waits for its rows
+                    future.set_result(vectors[start : start + len(queries)])
+                start += len(queries)
 
 
 class HashingEmbedder(Embedder):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from clincite.bm25 import BM25Index
-from clincite.embeddings import OFF_TOPIC_PROBES, Embedder, get_embedder, noise_floor
+from clincite.embeddings import OFF_TOPIC_PROBES, BatchedQueryEncoder, Embedder, get_embedder, noise_floor
 from clincite.kb import KnowledgeBase
 from clincite.settings import Settings
 from clincite.shapes import Chunk, Degradation, Hit
@@ -100,6 +100,7 @@ class HybridSearcher:
         # Vector-store calls get their own small pool: a hung store occupies these threads, never the event loop's
         # default executor that every other to_thread() call of the app shares.
         self._vector_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="clincite-vectors")
+        self._query_encoder = BatchedQueryEncoder(lambda texts: self.embedder.encode_queries(texts))
         self._vectors_down_until = 0.0
         self._vectors_error: str | None = None
         self._floors: dict[tuple[int, str], float] = {}  # (KB version, model) → calibrated semantic floor
@@ -282,7 +283,7 @@ class HybridSearcher:
                 empty,
                 f"vector store down (retry after {self.settings.vector_store_retry:.0f} s): {self._vectors_error}",
             )
-        vectors = await asyncio.to_thread(self._encode, queries)
+        vectors = await self._query_encoder.encode([self.tokenizer.expand_query(q) for q in queries])
         loop = asyncio.get_running_loop()
         try:
             found = await asyncio.wait_for(

@@ -59,6 +59,28 @@ async def test_search_many_keeps_queries_apart_and_deduplicates(searcher):
         assert sorted(h.chunk_id for h in hits) == sorted(set(found))  # each passage once, none lost
 
 
+async def test_concurrent_searches_share_one_encode_and_each_gets_its_own_hits(searcher):
+    """Twenty clinicians at once: their query embeddings are encoded together, and no search gets another's rows."""
+    import asyncio
+
+    questions = ["角膜塑形镜的禁忌症", "重复低强度红光的安全性", "低浓度阿托品的副作用有哪些", "OK镜会引起感染吗"]
+    alone = [await searcher.search(q) for q in questions]
+    calls: list[int] = []
+    encode = searcher.embedder.encode_queries
+
+    def counting(texts):
+        calls.append(len(texts))
+        return encode(texts)
+
+    searcher.embedder.encode_queries = counting
+    try:
+        together = await asyncio.gather(*(searcher.search(q) for q in questions * 5))
+    finally:
+        del searcher.embedder.encode_queries
+    assert [[h.chunk_id for h in hits] for hits in together] == [[h.chunk_id for h in hits] for hits in alone] * 5
+    assert len(calls) < len(questions) * 5 and sum(calls) == len(questions) * 5
+
+
 def test_query_embedding_cache_stays_bounded(searcher, monkeypatch):
     import clincite.embeddings as search
 
