@@ -240,7 +240,10 @@ class HybridSearcher:
         ]
 
     def _encode(self, queries: list[str]):
-        return self.embedder.encode_queries([self.tokenizer.expand_query(q) for q in queries])
+        return self.embedder.encode_queries(self._expanded(queries))
+
+    def _expanded(self, queries: list[str]) -> list[str]:
+        return [self.tokenizer.expand_query(q) for q in queries]
 
     def _query_vectors(self, view: KBView, vectors) -> list[list[tuple[str, float]]]:
         results = view.vectors.query(vectors.tolist(), self.settings.semantic_top_k)
@@ -283,7 +286,7 @@ class HybridSearcher:
                 empty,
                 f"vector store down (retry after {self.settings.vector_store_retry:.0f} s): {self._vectors_error}",
             )
-        vectors = await self._query_encoder.encode([self.tokenizer.expand_query(q) for q in queries])
+        vectors = await self._query_encoder.encode(self._expanded(queries))
         loop = asyncio.get_running_loop()
         try:
             found = await asyncio.wait_for(

@@ -108,6 +108,16 @@ async def layer(request, tmp_path):
     await data_layer.engine.dispose()
 
 
+def in_a_chainlit_session() -> None:
+    """Chainlit's step writes look at the current chat session (they wait for its first message)."""
+    from chainlit.context import ChainlitContext, context_var
+    from chainlit.emitter import BaseChainlitEmitter
+    from chainlit.session import HTTPSession
+
+    session = HTTPSession(id=str(uuid.uuid4()), client_type="webapp", thread_id=str(uuid.uuid4()))
+    context_var.set(ChainlitContext(session, emitter=BaseChainlitEmitter(session)))
+
+
 async def make_thread(layer: ClinCiteDataLayer, user: str) -> str:
     persisted = await layer.create_user(User(identifier=user))
     thread_id = str(uuid.uuid4())
@@ -166,12 +176,7 @@ async def test_feedback_is_never_lost_even_when_the_database_refuses_it(layer):
 
 async def test_concurrent_step_writes_keep_the_final_output(layer):
     """Chainlit sends a step empty and updates it later as separate tasks; the final output must win."""
-    from chainlit.context import ChainlitContext, context_var
-    from chainlit.emitter import BaseChainlitEmitter
-    from chainlit.session import HTTPSession
-
-    session = HTTPSession(id=str(uuid.uuid4()), client_type="webapp", thread_id=str(uuid.uuid4()))
-    context_var.set(ChainlitContext(session, emitter=BaseChainlitEmitter(session)))  # Chainlit's writes need one
+    in_a_chainlit_session()
     thread = await make_thread(layer, "doctor_b")
     ids = [str(uuid.uuid4()) for _ in range(20)]
 
@@ -197,12 +202,7 @@ async def test_concurrent_step_writes_keep_the_final_output(layer):
 
 async def test_a_resumed_thread_shows_the_steps_written_a_moment_before(layer):
     """Step writes wait a moment to share one transaction; reopening the thread must not miss them."""
-    from chainlit.context import ChainlitContext, context_var
-    from chainlit.emitter import BaseChainlitEmitter
-    from chainlit.session import HTTPSession
-
-    session = HTTPSession(id=str(uuid.uuid4()), client_type="webapp", thread_id=str(uuid.uuid4()))
-    context_var.set(ChainlitContext(session, emitter=BaseChainlitEmitter(session)))
+    in_a_chainlit_session()
     threads = [await make_thread(layer, "doctor_b") for _ in range(3)]
     names = ["问题分解", "检索", "充分性判断"]
     writes = []
@@ -217,6 +217,17 @@ async def test_a_resumed_thread_shows_the_steps_written_a_moment_before(layer):
         stored = await layer.get_thread(thread)
         assert [(s["name"], s["output"]) for s in stored["steps"]] == [(n, f"{n}的结果") for n in names]
     await asyncio.gather(*writes)
+
+
+async def test_a_step_that_cannot_be_stored_costs_no_other_chat_its_steps(layer):
+    """The steps of every chat share one transaction: one bad row must not take the others down with it."""
+    in_a_chainlit_session()
+    thread = await make_thread(layer, "doctor_a")
+    good = {"id": str(uuid.uuid4()), "threadId": thread, "name": "检索", "type": "tool", "streaming": False}
+    bad = {"id": str(uuid.uuid4()), "threadId": thread, "type": "tool", "streaming": False}  # no name: NOT NULL
+    await asyncio.gather(layer.create_step({**good, "output": "命中 3 段"}), layer.create_step(bad))
+    rows = await layer.query('SELECT id, output FROM steps WHERE "threadId" = :t', {"t": thread})
+    assert rows == [{"id": good["id"], "output": "命中 3 段"}]
 
 
 def test_a_stored_source_passage_is_served_to_its_owner_only(running_app):

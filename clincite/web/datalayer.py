@@ -191,20 +191,36 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
         if previous is not None:  # a step's writes land in the order they were made
             await asyncio.gather(previous, return_exceptions=True)
         try:
-            async with self.engine.begin() as connection:
-                await connection.execute(
-                    text(
-                        "INSERT INTO threads (id, \"createdAt\", metadata) VALUES (:id, :createdAt, '{}') "
-                        "ON CONFLICT (id) DO NOTHING"
-                    ),
-                    [{"id": thread, "createdAt": await self.get_current_timestamp()} for thread in batch.threads],
-                )
-                for columns, rows in batch.by_columns().items():
-                    await connection.execute(upsert_steps_sql(columns), rows)
-        except Exception as exc:  # as Chainlit's execute_sql: a step that cannot be stored does not stop the chat
-            log.warning("%d step writes could not be stored: %s: %s", len(batch.rows), type(exc).__name__, exc)
+            await self._store_steps(list(batch.rows.values()))
         finally:
             batch.committed.set_result(None)
+
+    async def _store_steps(self, rows: list[dict]) -> None:
+        """In one transaction; when a bad row fails it, row by row, so that it costs no other chat its steps."""
+        try:
+            await self._write_steps(rows)
+            return
+        except Exception as exc:  # as Chainlit's execute_sql: a step that cannot be stored does not stop the chat
+            what = f"Step {rows[0].get('id')}" if len(rows) == 1 else f"A batch of {len(rows)} step writes"
+            log.warning("%s could not be stored: %s: %s", what, type(exc).__name__, exc)
+        if len(rows) > 1:
+            for row in rows:
+                await self._store_steps([row])
+
+    async def _write_steps(self, rows: list[dict]) -> None:
+        """One transaction: each step's thread row if it is missing (as Chainlit's update_thread did), then the
+        step upserts, one executemany per set of columns."""
+        now = await self.get_current_timestamp()
+        async with self.engine.begin() as connection:
+            await connection.execute(
+                text(
+                    "INSERT INTO threads (id, \"createdAt\", metadata) VALUES (:id, :createdAt, '{}') "
+                    "ON CONFLICT (id) DO NOTHING"
+                ),
+                [{"id": thread, "createdAt": now} for thread in {row["threadId"] for row in rows}],
+            )
+            for columns, group in rows_by_columns(rows).items():
+                await connection.execute(upsert_steps_sql(columns), group)
 
     async def get_thread(self, thread_id: str):
         await self.flush_steps()  # a resumed thread shows every step written so far
@@ -405,6 +421,14 @@ def step_row(step_dict: dict) -> dict:
     return row
 
 
+def rows_by_columns(rows: list[dict]) -> dict[tuple[str, ...], list[dict]]:
+    """Rows grouped by the columns they set: one executemany per group."""
+    groups: dict[tuple[str, ...], list[dict]] = {}
+    for row in rows:
+        groups.setdefault(tuple(sorted(row)), []).append(row)
+    return groups
+
+
 def upsert_steps_sql(columns: tuple[str, ...]):
     updates = ", ".join(
         "output = COALESCE(NULLIF(:output, ''), steps.output)" if key == "output" else f'"{key}" = :{key}'
@@ -423,20 +447,9 @@ class StepBatch:
         self.rows: dict[str, dict] = {}
         self.committed: asyncio.Future = asyncio.get_running_loop().create_future()
 
-    @property
-    def threads(self) -> set[str]:
-        return {row["threadId"] for row in self.rows.values()}
-
     def add(self, row: dict) -> None:
         stored = self.rows.setdefault(str(row["id"]), {})
         for key, value in row.items():
             if key == "output" and value == "" and stored.get("output"):
                 continue  # the empty output of a late send() must not hide the final one
             stored[key] = value
-
-    def by_columns(self) -> dict[tuple[str, ...], list[dict]]:
-        """Rows grouped by the columns they set: one executemany per group."""
-        groups: dict[tuple[str, ...], list[dict]] = {}
-        for row in self.rows.values():
-            groups.setdefault(tuple(sorted(row)), []).append(row)
-        return groups
