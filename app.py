@@ -24,6 +24,7 @@ from clincite.web.auth import install as install_session_guard
 from clincite.web.auth import logout_hook
 from clincite.web.render import NOTICE_AUTHOR, ChainlitRenderer
 from clincite.web.startup import STARTERS, prepare_auth_secret, start_app, stop_app
+from clincite.web.timestamps import install as install_step_timestamps
 
 log = logging.getLogger("clincite.app")
 
@@ -32,6 +33,8 @@ log = logging.getLogger("clincite.app")
 prepare_auth_secret()
 # Also before the server starts (Starlette freezes its middleware then): every request passes the session guard.
 install_session_guard(fastapi_app)
+# Steps and messages get strictly increasing timestamps instead of Chainlit's 1 ms sleep on the event loop.
+install_step_timestamps()
 
 
 @cl.data_layer

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import uuid
 
 import httpx
@@ -19,6 +20,7 @@ from conftest import free_port, make_settings
 from clincite.shapes import AgentUsage, Coverage, Degradation, QueryResult
 from clincite.web.datalayer import FILES_ROUTE, ClinCiteDataLayer, LocalStorageClient, ensure_schema
 from clincite.web.metrics import compute_metrics, render_page
+from clincite.web.timestamps import install as install_step_timestamps
 
 
 def postgres_binaries() -> str | None:
@@ -217,6 +219,28 @@ async def test_a_resumed_thread_shows_the_steps_written_a_moment_before(layer):
         stored = await layer.get_thread(thread)
         assert [(s["name"], s["output"]) for s in stored["steps"]] == [(n, f"{n}的结果") for n in names]
     await asyncio.gather(*writes)
+
+
+async def test_steps_built_back_to_back_come_back_in_order_without_blocking_the_loop(layer, monkeypatch):
+    """Chainlit sleeps 1 ms on the event loop in every Step()/Message() to keep their timestamps apart; the app's
+    clock (clincite.web.timestamps) keeps them apart without sleeping, and a resumed thread keeps their order."""
+    import chainlit as cl
+
+    install_step_timestamps()  # as app.py does at import
+    in_a_chainlit_session()
+    thread = await make_thread(layer, "doctor_a")
+    cl.context.session.thread_id = thread
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    made = [cl.Step(name=f"步骤{i}", type="tool") for i in range(60)]
+    messages = [cl.Message(content=f"消息{i}") for i in range(20)]
+    assert slept == [] and len(messages) == 20
+    stamps = [step.created_at for step in made]
+    assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)
+    for step in made:
+        await layer.create_step({**step.to_dict(), "threadId": thread})
+    stored = (await layer.get_thread(thread))["steps"]
+    assert [s["name"] for s in stored] == [step.name for step in made]
 
 
 async def test_a_step_that_cannot_be_stored_costs_no_other_chat_its_steps(layer):

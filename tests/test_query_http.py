@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from fake_clinical_llm import ClinicalLLM, agent_requests, first_user_text, llm_settings
+from fake_clinical_llm import AgentLatency, ClinicalLLM, agent_requests, first_user_text, llm_settings
 from fake_openai_server import FakeOpenAIServer, Reply
 
 import query
@@ -35,7 +35,9 @@ async def run(service, question=QUESTION):
     return events, events[-1].result
 
 
-async def test_a_full_question_end_to_end_over_http(kb_settings, searcher, server):
+async def test_a_full_question_end_to_end_over_http(kb_settings, searcher, server, llm):
+    # The report takes half a second to write, so there is a stream to see (an instant one arrives as one read).
+    llm.latency["answer_generation"] = AgentLatency(tokens_per_second=960, output_tokens=480)
     service = make_service(kb_settings, searcher, server)
     events, result = await run(service)
     assert result.mode == "llm"

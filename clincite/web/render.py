@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
@@ -212,9 +213,8 @@ class ChainlitRenderer:
         await self.close_open_steps()
         message = self.message or cl.Message(content="", author=ANSWER_AUTHOR)
         message.content = final_content(result, self.late_degradations)
-        message.elements = source_elements(
-            result.citations, self.chunks([c.chunk_id for c in result.citations if c.chunk_id])
-        )
+        cited = [c.chunk_id for c in result.citations if c.chunk_id]
+        message.elements = source_elements(result.citations, await asyncio.to_thread(self.chunks, cited))
         await message.send()
 
 
