@@ -35,11 +35,15 @@ def client_for(server: FakeOpenAIServer) -> AsyncOpenAI:
     )
 
 
+async def open_stream(client: AsyncOpenAI, pace: float | None, **request):
+    headers = read_pace_header(pace) if pace else None
+    create = client.chat.completions.create
+    return await create(model="m", messages=MESSAGES, stream=True, extra_headers=headers, **request)
+
+
 async def read_stream(client: AsyncOpenAI, pace: float | None) -> list[str]:
     """The content of each chunk the SDK hands on, in order."""
-    stream = await client.chat.completions.create(
-        model="m", messages=MESSAGES, stream=True, extra_headers=read_pace_header(pace) if pace else None
-    )
+    stream = await open_stream(client, pace)
     pieces = []
     async for chunk in stream:
         if chunk.choices and chunk.choices[0].delta.content:
@@ -66,12 +70,9 @@ async def test_a_paced_reply_arrives_whole_in_fewer_chunks():
 
 
 async def test_the_first_token_is_handed_on_alone():
-    # The first piece comes 0.3 s before the second: a reader that held it back for company would merge them.
+    # The first piece comes 0.4 s before the second: a reader that held it back for company would merge them.
     with FakeOpenAIServer(reply_with(REPORT, tokens_per_second=5), LatencyProfile()) as server:
-        client = client_for(server)
-        stream = await client.chat.completions.create(
-            model="m", messages=MESSAGES, stream=True, extra_headers=read_pace_header(1.0)
-        )
+        stream = await open_stream(client_for(server), pace=1.0)
         async for chunk in stream:
             if chunk.choices and chunk.choices[0].delta.content:
                 assert chunk.choices[0].delta.content == REPORT[:PIECE]
@@ -84,9 +85,7 @@ async def test_a_stream_cut_midway_raises_after_the_text_that_came_before():
         client = client_for(server)
         received: list[str] = []
         with pytest.raises(openai.APIConnectionError):
-            stream = await client.chat.completions.create(
-                model="m", messages=MESSAGES, stream=True, extra_headers=read_pace_header(0.1)
-            )
+            stream = await open_stream(client, pace=0.1)
             async for chunk in stream:
                 if chunk.choices and chunk.choices[0].delta.content:
                     received.append(chunk.choices[0].delta.content)
@@ -105,14 +104,7 @@ async def test_a_structured_reply_streams_its_tool_arguments_whole():
             "type": "function",
             "function": {"name": "final_result", "parameters": {"type": "object", "properties": {}}},
         }
-        stream = await client.chat.completions.create(
-            model="m",
-            messages=MESSAGES,
-            stream=True,
-            tools=[tool],
-            tool_choice="required",
-            extra_headers=read_pace_header(0.1),
-        )
+        stream = await open_stream(client, pace=0.1, tools=[tool], tool_choice="required")
         arguments, names, chunks = "", [], 0
         async for chunk in stream:
             for call in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
@@ -126,10 +118,7 @@ async def test_a_structured_reply_streams_its_tool_arguments_whole():
 
 async def test_closing_a_stream_early_leaves_no_reader_behind():
     with FakeOpenAIServer(reply_with(REPORT, tokens_per_second=20), LatencyProfile()) as server:
-        client = client_for(server)
-        stream = await client.chat.completions.create(
-            model="m", messages=MESSAGES, stream=True, extra_headers=read_pace_header(0.1)
-        )
+        stream = await open_stream(client_for(server), pace=0.1)
         async for _ in stream:
             break
         await stream.close()
