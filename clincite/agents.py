@@ -60,9 +60,6 @@ class Agents:
         except Exception:  # many compatible servers have no /models; the connection is open all the same
             pass
 
-    def model_settings(self, name: str) -> ModelSettings:
-        return agent_model_settings(getattr(self.settings, name))
-
 
 def agent_model_settings(agent: AgentSettings) -> ModelSettings:
     return ModelSettings(temperature=agent.temperature, max_tokens=agent.max_tokens, timeout=agent.timeout)
@@ -87,10 +84,10 @@ def build_agents(settings: Settings, models: dict[str, Model] | None = None) -> 
         output_mode = settings.llm_output_mode
 
     def model_settings(name: str) -> ModelSettings:
-        model_settings = agent_model_settings(getattr(settings, name))
+        chosen = agent_model_settings(getattr(settings, name))
         if client is not None and name in READ_PACE:
-            model_settings["extra_headers"] = read_pace_header(READ_PACE[name])
-        return model_settings
+            chosen["extra_headers"] = read_pace_header(READ_PACE[name])
+        return chosen
 
     def agent(name: str, output_type):
         return Agent(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -81,7 +82,7 @@ class PacedEventStream(httpx2.AsyncByteStream):
     def __init__(self, raw: httpx2.AsyncByteStream, pace: float):
         self._raw = raw
         self._pace = pace
-        self._events: list[bytes | dict] = []  # complete events: a mergeable chunk (dict) or bytes to hand on as-is
+        self._events: list[bytes | _Delta] = []  # complete events: a mergeable delta, or bytes to hand on as-is
         self._partial = b""  # the start of an event whose end has not arrived yet
         self._more = asyncio.Event()  # something arrived
         self._due = asyncio.Event()  # something arrived that must not wait: a non-delta event, an error, the end
@@ -116,7 +117,7 @@ class PacedEventStream(httpx2.AsyncByteStream):
         *complete, self._partial = (self._partial + data).split(EVENT_END)
         for raw in complete:
             chunk = _mergeable_chunk(raw)
-            self._events.append(chunk if chunk is not None else raw + EVENT_END)
+            self._events.append(_Delta(chunk, raw + EVENT_END) if chunk is not None else raw + EVENT_END)
             if chunk is None:
                 self._due.set()
         if complete:
@@ -157,24 +158,35 @@ class PacedEventStream(httpx2.AsyncByteStream):
         await self._raw.aclose()
 
 
-def _merge(events: list[bytes | dict]) -> bytes:
+@dataclass
+class _Delta:
+    """A mergeable chunk as it arrived; its bytes are handed on unchanged unless another chunk was merged into it."""
+
+    chunk: dict
+    raw: bytes
+    merged: bool = False
+
+    def encoded(self) -> bytes:
+        return _encode(self.chunk) if self.merged else self.raw
+
+
+def _merge(events: list[bytes | _Delta]) -> bytes:
     """The events as bytes, each run of mergeable chunks of one stream and kind made one chunk."""
     out: list[bytes] = []
-    run: dict | None = None
+    run: _Delta | None = None
     for event in events:
-        if isinstance(event, dict):
-            if run is not None and _extend(run, event):
-                continue
-            if run is not None:
-                out.append(_encode(run))
-            run = event
+        if isinstance(event, _Delta) and run is not None and _extend(run.chunk, event.chunk):
+            run.merged = True
             continue
         if run is not None:
-            out.append(_encode(run))
+            out.append(run.encoded())
             run = None
-        out.append(event)
+        if isinstance(event, _Delta):
+            run = event
+        else:
+            out.append(event)
     if run is not None:
-        out.append(_encode(run))
+        out.append(run.encoded())
     return b"".join(out)
 
 
