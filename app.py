@@ -18,7 +18,7 @@ from chainlit.server import app as fastapi_app
 from chainlit.types import ThreadDict
 from fastapi import Request, Response
 
-from clincite.shapes import ChatTurn
+from clincite.core.shapes import ChatTurn
 from clincite.web import state
 from clincite.web.auth import install as install_session_guard
 from clincite.web.auth import logout_hook

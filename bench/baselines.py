@@ -10,10 +10,10 @@ not code paths.
 
 from __future__ import annotations
 
-from clincite.run import QuestionRun
-from clincite.service import TwoStageQueryService
-from clincite.shapes import DecompositionReady, SubQuery, SubQueryAnalysis
-from clincite.stages import decompose, judge, search
+from clincite.core.shapes import DecompositionReady, SubQuery, SubQueryAnalysis
+from clincite.question.run import QuestionRun
+from clincite.question.service import TwoStageQueryService
+from clincite.question.stages import decompose, judge, search
 
 
 class StageSerialService(TwoStageQueryService):

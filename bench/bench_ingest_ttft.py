@@ -109,7 +109,7 @@ async def ask(service, question: str) -> float:
 
 
 async def main_async(args) -> dict:
-    from clincite.settings import load_settings
+    from clincite.core.settings import load_settings
 
     work = Path(tempfile.mkdtemp(prefix="clincite-ttft-", dir=args.tmp))
     port = free_port()
@@ -144,7 +144,7 @@ async def main_async(args) -> dict:
         os.environ.update({"CLINCITE_ENV_FILE": os.devnull, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
         from pydantic import SecretStr
 
-        from clincite.service import TwoStageQueryService
+        from clincite.question.service import TwoStageQueryService
 
         settings = load_settings(os.devnull).model_copy(
             update={

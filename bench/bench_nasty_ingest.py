@@ -135,9 +135,9 @@ def main() -> int:
         }
         missing = sorted(names - reported - {"null"})
 
-        from clincite.kb import KnowledgeBase
-        from clincite.search import HybridSearcher
-        from clincite.settings import load_settings
+        from clincite.core.settings import load_settings
+        from clincite.kb.store import KnowledgeBase
+        from clincite.retrieval.search import HybridSearcher
 
         settings = load_settings(os.devnull).model_copy(
             update={"kb_dir": work / "kb", "data_dir": work, "embedding_model": args.model, "semantic_threshold": 0.0}

@@ -43,12 +43,12 @@ from fake_clinical_llm import (  # noqa: E402
 )
 from fake_openai_server import FakeOpenAIServer, LatencyProfile  # noqa: E402
 
-from clincite.ingest import Ingestor  # noqa: E402
-from clincite.kb import KnowledgeBase  # noqa: E402
-from clincite.logs import quiet_libraries  # noqa: E402
-from clincite.search import HybridSearcher  # noqa: E402
-from clincite.settings import load_settings  # noqa: E402
-from clincite.shapes import AnswerDone, AnswerToken  # noqa: E402
+from clincite.core.logs import quiet_libraries  # noqa: E402
+from clincite.core.settings import load_settings  # noqa: E402
+from clincite.core.shapes import AnswerDone, AnswerToken  # noqa: E402
+from clincite.ingest.pipeline import Ingestor  # noqa: E402
+from clincite.kb.store import KnowledgeBase  # noqa: E402
+from clincite.retrieval.search import HybridSearcher  # noqa: E402
 
 # Clinicians' questions over the sample KB; the ones marked True get an "insufficient" verdict (stage 2).
 QUESTIONS: list[tuple[str, bool]] = [

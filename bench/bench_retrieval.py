@@ -285,7 +285,7 @@ QUESTION_ENDINGS = ("吗", "有哪些", "怎么办", "多久", "是多少", "如
 
 
 def domain_terms() -> list[str]:
-    lines = (ROOT / "lexicon" / "userdict.txt").read_text(encoding="utf-8").splitlines()
+    lines = (ROOT / "clincite" / "text" / "lexicon" / "userdict.txt").read_text(encoding="utf-8").splitlines()
     return list(dict.fromkeys(line.split()[0] for line in lines if line.strip() and not line.startswith("#")))
 
 
@@ -293,7 +293,7 @@ def sample_words() -> dict[str, int]:
     """Word frequencies of the sample KB (jieba with the domain dictionary): the "common words" of the corpus."""
     from collections import Counter
 
-    from clincite.tokenizer import get_tokenizer
+    from clincite.text.tokenizer import get_tokenizer
 
     counts: Counter[str] = Counter()
     for path in sorted((ROOT / "sample_kb").glob("*.md")):
@@ -363,8 +363,8 @@ def make_corpus(n: int, seed: int):
     """n chunks in documents of CHUNKS_PER_DOC: (records, chunks) ready for Catalogue.replace_document."""
     import numpy as np
 
-    from clincite.kb import chunk_id, content_hash
-    from clincite.shapes import Chunk, DocumentRecord
+    from clincite.core.shapes import Chunk, DocumentRecord
+    from clincite.kb.store import chunk_id, content_hash
 
     rng = np.random.default_rng(seed)
     vocab = Vocabulary(rng)
@@ -494,7 +494,7 @@ def random_unit_vectors(rng, n: int, dim: int):
 
 def hybrid_query(searcher, store, kb, query: str, vector: list[float]):
     """The search path minus the query embedding (what HybridSearcher.search_many does after encoding)."""
-    from clincite.search import merge_hits
+    from clincite.retrieval.search import merge_hits
 
     bm25 = searcher.bm25_search_many([query])[0]
     semantic = [
@@ -507,7 +507,7 @@ def hybrid_query(searcher, store, kb, query: str, vector: list[float]):
 
 
 def bench_settings(kb_dir: Path, model: str):
-    from clincite.settings import load_settings
+    from clincite.core.settings import load_settings
 
     # semantic_threshold 0: every semantic hit takes part in the merge (the random vectors sit near 0 similarity).
     return load_settings().model_copy(update={"kb_dir": kb_dir, "embedding_model": model, "semantic_threshold": 0.0})
@@ -516,12 +516,12 @@ def bench_settings(kb_dir: Path, model: str):
 def run_size(n: int, args: argparse.Namespace) -> dict:
     import numpy as np
 
-    from clincite.bm25 import BM25Index
-    from clincite.embeddings import Embedder
-    from clincite.ingest import VECTOR_BATCH
-    from clincite.kb import KnowledgeBase
-    from clincite.search import HybridSearcher
-    from clincite.tokenizer import get_tokenizer
+    from clincite.ingest.pipeline import VECTOR_BATCH
+    from clincite.kb.bm25 import BM25Index
+    from clincite.kb.embeddings import Embedder
+    from clincite.kb.store import KnowledgeBase
+    from clincite.retrieval.search import HybridSearcher
+    from clincite.text.tokenizer import get_tokenizer
 
     result: dict = {"chunks": n}
     t = time.perf_counter()
@@ -677,7 +677,7 @@ def run_size(n: int, args: argparse.Namespace) -> dict:
         # --- rank-bm25 reference (last: its index inflates the peak RSS) ---
         from rank_bm25 import BM25Okapi
 
-        from clincite.bm25 import BM25_B, BM25_K1
+        from clincite.kb.bm25 import BM25_B, BM25_K1
 
         t = time.perf_counter()
         reference = BM25Okapi(tokens, k1=BM25_K1, b=BM25_B, epsilon=0)
@@ -732,10 +732,10 @@ def measure_reopen(kb_dir: Path, vec_file: Path, args: argparse.Namespace, model
 def reopen_child(kb_dir: Path, vec_file: Path, model: str, load_model: bool) -> dict:
     """A new process opens the KB the way the app does, and answers a first query (precomputed embedding)."""
     t0 = time.perf_counter()
-    import clincite.logs as search
-    from clincite.embeddings import Embedder
-    from clincite.kb import KnowledgeBase
-    from clincite.search import HybridSearcher
+    import clincite.core.logs as search
+    from clincite.kb.embeddings import Embedder
+    from clincite.kb.store import KnowledgeBase
+    from clincite.retrieval.search import HybridSearcher
 
     search.quiet_libraries()
     t1 = time.perf_counter()
@@ -934,11 +934,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(reopen_child(Path(args._reopen), Path(args._vec), args.model, args._load_model)))
         return 0
 
-    import clincite.logs as search
+    import clincite.core.logs as search
 
     search.quiet_libraries()
     if args.model is None:
-        from clincite.settings import load_settings
+        from clincite.core.settings import load_settings
 
         args.model = load_settings().embedding_model
     if args.queries is None:
@@ -956,7 +956,7 @@ def main(argv: list[str] | None = None) -> int:
         for s in (args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES)).split(",")
         if s.strip()
     ]
-    from clincite.settings import load_settings
+    from clincite.core.settings import load_settings
 
     settings = load_settings()
     top_k = (settings.bm25_top_k, settings.semantic_top_k)

@@ -41,11 +41,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from eval_retrieval import EvalError, build_kb, doc_key, open_kb, pad, stdout_to_stderr, width  # noqa: E402
 
-from clincite.logs import quiet_libraries  # noqa: E402
-from clincite.search import HybridSearcher  # noqa: E402
-from clincite.service import TwoStageQueryService  # noqa: E402
-from clincite.settings import load_settings  # noqa: E402
-from clincite.shapes import ChatTurn, QueryResult  # noqa: E402
+from clincite.core.logs import quiet_libraries  # noqa: E402
+from clincite.core.settings import load_settings  # noqa: E402
+from clincite.core.shapes import ChatTurn, QueryResult  # noqa: E402
+from clincite.question.service import TwoStageQueryService  # noqa: E402
+from clincite.retrieval.search import HybridSearcher  # noqa: E402
 
 DEFAULT_CASES = ROOT / "bench" / "answer_cases.json"
 DEFAULT_DOCS = ROOT / "sample_kb"

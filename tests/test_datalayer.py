@@ -17,7 +17,7 @@ from chainlit.types import Feedback
 from chainlit.user import User
 from conftest import free_port, make_settings
 
-from clincite.shapes import AgentUsage, Coverage, Degradation, QueryResult
+from clincite.core.shapes import AgentUsage, Coverage, Degradation, QueryResult
 from clincite.web.datalayer import FILES_ROUTE, ClinCiteDataLayer, LocalStorageClient, ensure_schema
 from clincite.web.metrics import compute_metrics, render_page
 from clincite.web.timestamps import install as install_step_timestamps

@@ -9,10 +9,10 @@ from fake_clinical_llm import in_process_models
 from pydantic_ai import ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
-from clincite.agents import build_agents
-from clincite.llm_slots import QuestionCappedModel
-from clincite.service import TwoStageQueryService
-from clincite.shapes import StageStarted, SufficiencyReady
+from clincite.core.shapes import StageStarted, SufficiencyReady
+from clincite.llm.agents import build_agents
+from clincite.llm.slots import QuestionCappedModel
+from clincite.question.service import TwoStageQueryService
 
 SUB_QUERIES = {"sub_queries": [{"text": f"低浓度阿托品的第{i}个方面", "focus": "综合"} for i in range(1, 6)]}
 NO_EXTRACTS = {"extracts": [], "sub_answer": "无", "confidence": "low", "missing": []}

@@ -17,13 +17,13 @@ from conftest import ROOT, SAMPLE_KB, make_settings
 from fake_clinical_llm import AGENTS, ClinicalLLM, agent_requests, llm_settings
 from fake_openai_server import FakeOpenAIServer, Reply
 
-from clincite.embeddings import get_embedder
-from clincite.ingest import Ingestor
-from clincite.kb import KnowledgeBase
-from clincite.search import HybridSearcher
-from clincite.service import TwoStageQueryService
-from clincite.settings import Settings
-from clincite.shapes import AnswerDone, AnswerToken, NoticeEvent, SearchDone, StageStarted
+from clincite.core.settings import Settings
+from clincite.core.shapes import AnswerDone, AnswerToken, NoticeEvent, SearchDone, StageStarted
+from clincite.ingest.pipeline import Ingestor
+from clincite.kb.embeddings import get_embedder
+from clincite.kb.store import KnowledgeBase
+from clincite.question.service import TwoStageQueryService
+from clincite.retrieval.search import HybridSearcher
 
 QUESTION = "低浓度阿托品控制近视的效果和副作用？"
 NEXT_QUESTION = "角膜塑形镜的适应症有哪些？"

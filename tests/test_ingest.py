@@ -12,10 +12,10 @@ import pytest
 from conftest import ATROPINE, ROOT, SAMPLE_KB, make_settings
 
 import ingest
-from clincite.chunking import chunk_document
-from clincite.ingest import Ingestor
-from clincite.kb import KnowledgeBase
-from clincite.loaders import LoadedDocument, load_document, parse_markdown
+from clincite.ingest.chunking import chunk_document
+from clincite.ingest.loaders import LoadedDocument, load_document, parse_markdown
+from clincite.ingest.pipeline import Ingestor
+from clincite.kb.store import KnowledgeBase
 
 # --- chunking ---------------------------------------------------------------------------------------------------
 
@@ -252,7 +252,7 @@ def test_bad_files_are_skipped_with_reasons_and_the_kb_stays_intact(small_kb, tm
 
 
 def test_undecodable_text_is_skipped(tmp_path):
-    from clincite.loaders import SkipFile
+    from clincite.ingest.loaders import SkipFile
 
     path = tmp_path / "odd.txt"
     path.write_bytes(b"\x81\x30\x81")  # truncated GB18030 four-byte sequence, invalid UTF-8
@@ -391,7 +391,7 @@ def test_one_writer_a_second_ingest_waits_then_gives_up(small_kb, run_cli):
     )
     try:
         assert holder.stdout.readline().strip() == "locked"
-        from clincite.kb import IngestBusy
+        from clincite.kb.store import IngestBusy
 
         with pytest.raises(IngestBusy, match="另一个导入进程"):
             Ingestor(settings.model_copy(update={"ingest_lock_timeout": 0.3}), kb).run([docs])

@@ -16,12 +16,12 @@ from pathlib import Path
 
 from conftest import ATROPINE, ORTHO_K, ROOT, SAMPLE_KB, make_settings
 
-from clincite.chunking import chunk_document
-from clincite.ingest import Ingestor
-from clincite.kb import KnowledgeBase
-from clincite.loaders import parse_markdown
-from clincite.search import VECTOR_STORE_DOWN_NOTICE, HybridSearcher
-from clincite.shapes import DocumentRecord, NoticeEvent
+from clincite.core.shapes import DocumentRecord, NoticeEvent
+from clincite.ingest.chunking import chunk_document
+from clincite.ingest.loaders import parse_markdown
+from clincite.ingest.pipeline import Ingestor
+from clincite.kb.store import KnowledgeBase
+from clincite.retrieval.search import VECTOR_STORE_DOWN_NOTICE, HybridSearcher
 
 NEW_DOC = "# 巩膜镜验配\n\n## 适应症\n\n巩膜镜适用于圆锥角膜和严重干眼患者，镜片支撑在巩膜上而不接触角膜。\n"
 
@@ -146,7 +146,7 @@ async def test_vector_store_down_means_bm25_only_for_that_question_and_recovers_
     assert searcher.stats["vector_store_failures"] == 1 and searcher.stats["bm25_only_searches"] == 2
 
     # A whole question through the service: answered, with a notice, not "抱歉…出错了".
-    from clincite.service import TwoStageQueryService
+    from clincite.question.service import TwoStageQueryService
 
     service = TwoStageQueryService(settings, searcher)
     events = [event async for event in service.run("低浓度阿托品的副作用有哪些？")]

@@ -1,4 +1,4 @@
-"""The LLM client's HTTP transport (clincite.llm_http): streamed replies read at a pace, their chunks merged.
+"""The LLM client's HTTP transport (clincite.llm.transport): streamed replies read at a pace, their chunks merged.
 
 Over real HTTP (the fake OpenAI server, the real `openai` client): what a reader of the stream gets is exactly what
 the model sent, in fewer chunks when the reply is paced, with the first token and the end never held back. Framing
@@ -16,7 +16,7 @@ import pytest
 from fake_openai_server import ChatRequest, FakeOpenAIServer, LatencyProfile, Reply
 from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-from clincite.llm_http import READ_PACE_HEADER, CoalescingTransport, coalescing_transport, read_pace_header
+from clincite.llm.transport import READ_PACE_HEADER, CoalescingTransport, coalescing_transport, read_pace_header
 
 # Demo text (not clinical guidance): long enough to stream as ~60 pieces of 3 characters.
 REPORT = (

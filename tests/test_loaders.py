@@ -13,13 +13,13 @@ import pytest
 import realfiles as rf
 from conftest import ROOT, make_settings
 
-from clincite import naming
-from clincite.catalogue import Catalogue
-from clincite.chunking import chunk_document
-from clincite.ingest import Ingestor
-from clincite.kb import KnowledgeBase
-from clincite.loaders import SkipFile, load_document, table_lines
-from clincite.search import HybridSearcher
+from clincite.core import naming
+from clincite.ingest.chunking import chunk_document
+from clincite.ingest.loaders import SkipFile, load_document, table_lines
+from clincite.ingest.pipeline import Ingestor
+from clincite.kb.catalogue import Catalogue
+from clincite.kb.store import KnowledgeBase
+from clincite.retrieval.search import HybridSearcher
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +194,7 @@ def test_identifier_file_names_are_cited_by_the_documents_title(real_kb):
 
 
 def test_citing_a_document_by_its_title_verifies(real_kb):
-    from clincite.citation_check import check_citations
+    from clincite.question.citation_check import check_citations
 
     _, kb = real_kb
     answer = f"**【1】护理要点**\n说明：演示。\n来源：《{rf.HTML_TITLE}》\n原文：“每次摘镜后用护理液揉搓镜片两面各20秒”"
@@ -222,7 +222,7 @@ def test_catalogue_upgrades_in_place_with_pages(tmp_path):
     """A catalogue written before pages existed gains the column and keeps its chunks (pages null)."""
     import sqlite3
 
-    from clincite.catalogue import m001_initial
+    from clincite.kb.catalogue import m001_initial
 
     db = sqlite3.connect(tmp_path / "catalogue.sqlite3", isolation_level=None)
     m001_initial(db)

@@ -13,8 +13,8 @@ import uuid
 
 from conftest import make_settings
 
-from clincite.catalogue import catalogue_migrations
-from clincite.kb import CATALOGUE_FILE, KnowledgeBase
+from clincite.kb.catalogue import catalogue_migrations
+from clincite.kb.store import CATALOGUE_FILE, KnowledgeBase
 from clincite.web.datalayer import ClinCiteDataLayer, app_migrations, ensure_schema
 from clincite.web.metrics import compute_metrics
 

@@ -16,8 +16,8 @@ import sys
 from conftest import ATROPINE, ORTHO_K, ROOT, SAMPLE_KB, make_settings
 from nasty_corpus import NASTY_LIMITS, build
 
-from clincite.kb import KnowledgeBase
-from clincite.search import HybridSearcher
+from clincite.kb.store import KnowledgeBase
+from clincite.retrieval.search import HybridSearcher
 
 
 def run_ingest(*paths, env: dict) -> subprocess.CompletedProcess:

@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 from conftest import ORTHO_K, SAMPLE_KB, make_settings
 
-from clincite.embeddings import Embedder
-from clincite.ingest import Ingestor
-from clincite.kb import KnowledgeBase
+from clincite.core.shapes import AnswerDone, ChatTurn
+from clincite.ingest.pipeline import Ingestor
+from clincite.kb.embeddings import Embedder
+from clincite.kb.store import KnowledgeBase
 from clincite.offline import analyse
-from clincite.search import HybridSearcher
-from clincite.shapes import AnswerDone, ChatTurn
+from clincite.retrieval.search import HybridSearcher
 from query import TwoStageQueryService
 
 OK_DOC = ORTHO_K.removesuffix(".md")

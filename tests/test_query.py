@@ -14,13 +14,8 @@ from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
 import query
-from clincite.agents import build_agents
-from clincite.embeddings import Embedder
-from clincite.ingest import Ingestor
-from clincite.kb import KnowledgeBase
-from clincite.search import HybridSearcher
-from clincite.settings import Settings
-from clincite.shapes import (
+from clincite.core.settings import Settings
+from clincite.core.shapes import (
     AnswerDone,
     AnswerToken,
     DecompositionReady,
@@ -31,6 +26,11 @@ from clincite.shapes import (
     Stage2Started,
     StageStarted,
 )
+from clincite.ingest.pipeline import Ingestor
+from clincite.kb.embeddings import Embedder
+from clincite.kb.store import KnowledgeBase
+from clincite.llm.agents import build_agents
+from clincite.retrieval.search import HybridSearcher
 from query import TwoStageQueryService
 
 QUESTION = "低浓度阿托品控制近视的效果和副作用？"
@@ -223,7 +223,7 @@ async def test_judges_start_as_sub_queries_arrive_and_run_concurrently(service):
 
 
 async def test_follow_up_reaches_the_decomposition_with_history(service):
-    from clincite.shapes import ChatTurn
+    from clincite.core.shapes import ChatTurn
 
     calls: list[str] = []
     history = [

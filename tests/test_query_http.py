@@ -9,7 +9,7 @@ from fake_clinical_llm import AgentLatency, ClinicalLLM, agent_requests, first_u
 from fake_openai_server import FakeOpenAIServer, Reply
 
 import query
-from clincite.shapes import AnswerToken, DegradedEvent, NoticeEvent
+from clincite.core.shapes import AnswerToken, DegradedEvent, NoticeEvent
 from query import TwoStageQueryService
 
 QUESTION = "低浓度阿托品控制近视的效果和副作用？"

@@ -10,11 +10,11 @@ import json
 from conftest import ATROPINE, ORTHO_K, ROOT, SAMPLE_KB, TEST_MODEL, make_settings
 
 import query
-from clincite.embeddings import Embedder
-from clincite.ingest import Ingestor
-from clincite.kb import KnowledgeBase
-from clincite.search import HybridSearcher
-from clincite.tokenizer import get_tokenizer
+from clincite.ingest.pipeline import Ingestor
+from clincite.kb.embeddings import Embedder
+from clincite.kb.store import KnowledgeBase
+from clincite.retrieval.search import HybridSearcher
+from clincite.text.tokenizer import get_tokenizer
 
 
 def test_domain_terms_stay_whole_and_stop_words_go():
@@ -82,7 +82,7 @@ async def test_concurrent_searches_share_one_encode_and_each_gets_its_own_hits(s
 
 
 def test_query_embedding_cache_stays_bounded(searcher, monkeypatch):
-    import clincite.embeddings as search
+    import clincite.kb.embeddings as search
 
     monkeypatch.setattr(search, "QUERY_CACHE_SIZE", 2)
     embedder = Embedder(searcher.embedder.model_name)

@@ -30,9 +30,9 @@ import pytest
 import socketio
 from conftest import CHROMIUM, CHROMIUM_ARGS, ROOT, AppServer, free_port, send_question
 
-from clincite.inert import inert_report, inert_text
-from clincite.prompts import PROMPT_FILES, PROMPTS_DIR, answer_prompt, decomposition_prompt, judge_prompt
-from clincite.shapes import ChatTurn, Hit, RelevantExtract, SubQuery, SubQueryAnalysis
+from clincite.core.shapes import ChatTurn, Hit, RelevantExtract, SubQuery, SubQueryAnalysis
+from clincite.llm.prompts import PROMPT_FILES, PROMPTS_DIR, answer_prompt, decomposition_prompt, judge_prompt
+from clincite.report.inert import inert_report, inert_text
 
 PASSWORDS = {
     "alice": "alice-password-1",
@@ -520,7 +520,7 @@ def test_8_data_files_are_private(app, alice):
 def test_8_secret_file_created_private(tmp_path, monkeypatch):
     from conftest import make_settings
 
-    from clincite.users import ensure_auth_secret
+    from clincite.users.store import ensure_auth_secret
 
     monkeypatch.delenv("CHAINLIT_AUTH_SECRET", raising=False)
     ensure_auth_secret(make_settings(tmp_path))

@@ -17,7 +17,7 @@ import pytest
 import realfiles as rf
 from conftest import CHROMIUM, CHROMIUM_ARGS, ROOT, AppServer, give_feedback, send_question
 
-from clincite.shapes import Chunk, Citation
+from clincite.core.shapes import Chunk, Citation
 from clincite.web.sources import highlighted_markdown, locate_quote, source_markdown, with_pages
 
 ARTIFACTS = ROOT / "test-artifacts" / "browser"

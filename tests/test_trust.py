@@ -9,7 +9,9 @@ from typing import ClassVar
 import numpy as np
 from conftest import SAMPLE_KB, make_settings
 
-from clincite.embeddings import (
+from clincite.core.shapes import Hit
+from clincite.ingest.pipeline import Ingestor
+from clincite.kb.embeddings import (
     BGE_ZH_QUERY_INSTRUCTION,
     E5_PROMPTS,
     Embedder,
@@ -17,10 +19,8 @@ from clincite.embeddings import (
     family_prompts,
     model_prompts,
 )
-from clincite.ingest import Ingestor
-from clincite.kb import KnowledgeBase
-from clincite.search import HybridSearcher, merge_duplicates
-from clincite.shapes import Hit
+from clincite.kb.store import KnowledgeBase
+from clincite.retrieval.search import HybridSearcher, merge_duplicates
 
 
 def test_the_models_own_prompts_win_and_families_fill_in():

@@ -1,6 +1,6 @@
 """Offline mode: an honest extractive answerer on typed inputs, behind the same interface as the LLM agents.
 
-    reasoner = OfflineReasoner()            # clincite.reasoner.Reasoner, like LLMReasoner
+    reasoner = OfflineReasoner()            # clincite.question.reasoner.Reasoner, like LLMReasoner
     ask = analyse("哪些孩子不适合验配角膜塑形镜？")      # topic terms, aspects (禁忌证), follow-up resolution
 
 Modules: `lexicon` (aspects and domain terms, lexicon/aspects.json), `questions` (what is asked), `passages` (which

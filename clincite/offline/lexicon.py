@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from clincite.tokenizer import LEXICON_DIR, get_tokenizer
+from clincite.text.tokenizer import LEXICON_DIR, get_tokenizer
 
 
 @dataclass

@@ -15,9 +15,9 @@ import math
 import re
 from dataclasses import dataclass
 
+from clincite.core.shapes import Hit
 from clincite.offline.lexicon import Lexicon, get_lexicon
 from clincite.offline.questions import Ask
-from clincite.shapes import Hit
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]?")

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from clincite.offline.lexicon import Lexicon, get_lexicon
-from clincite.tokenizer import get_tokenizer
+from clincite.text.tokenizer import get_tokenizer
 
 SHORT_QUESTION = 12  # characters: a question this short with no subject of its own continues the previous one
 TRAILING = "？?。！!，, "

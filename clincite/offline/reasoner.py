@@ -1,4 +1,5 @@
-"""OfflineReasoner: the four reasoning steps without a language model, on typed data (`clincite.reasoner.Reasoner`).
+"""OfflineReasoner: the four reasoning steps without a language model, on typed data (the `Reasoner` interface of
+`clincite.question.reasoner`).
 
 - decompose: one sub-query per aspect asked ("角膜塑形镜的禁忌证"), follow-ups resolved to the previous topic;
 - judge: the sections of the hits that pass the relevance floor for the sub-query's terms and aspect (passages.py);
@@ -15,12 +16,8 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from clincite.naming import display_source
-from clincite.offline.lexicon import get_lexicon
-from clincite.offline.passages import Candidate, candidates
-from clincite.offline.questions import Ask, analyse
-from clincite.offline.report import Basis, extractive_report
-from clincite.shapes import (
+from clincite.core.naming import display_source
+from clincite.core.shapes import (
     ChatTurn,
     ExtractDraft,
     Hit,
@@ -32,6 +29,10 @@ from clincite.shapes import (
     SubQueryDraft,
     SufficiencyOutput,
 )
+from clincite.offline.lexicon import get_lexicon
+from clincite.offline.passages import Candidate, candidates
+from clincite.offline.questions import Ask, analyse
+from clincite.report.extractive import Basis, extractive_report
 
 OFFLINE_NOTICE = "离线演示模式：未配置大语言模型 API Key，以下内容由规则从知识库原文中逐字抽取拼接而成，未经模型归纳。"
 STREAM_PIECE = 12  # characters per streamed piece of the report
@@ -57,7 +58,7 @@ class OfflineReasoner:
     async def open_connection(self) -> None:
         return None
 
-    # --- the Reasoner interface (clincite.reasoner) ---
+    # --- the Reasoner interface (clincite.question.reasoner) ---
     async def decompose(
         self, question: str, history: list[ChatTurn], usage=None, stream: bool = True
     ) -> AsyncIterator[SubQueryDraft]:

@@ -9,7 +9,7 @@
   middleware in front of everything (REST, our routes, the Socket.IO handshake), drops a cookie or bearer token whose
   generation is no longer the account's (logout, password reset, account removed): to Chainlit the request then has
   no login at all. Live sockets of such a session are disconnected at once (logout) or within a second
-  (`watch_accounts`, for changes made with `python -m clincite.users` in another process).
+  (`watch_accounts`, for changes made with `python -m clincite.users.store` in another process).
 - Origins: the Socket.IO handshake is refused from a foreign Origin (python-socketio is configured by Chainlit with
   no origin check); HTTP CORS is Chainlit's own middleware, driven by the same `allow_origins` of config.toml.
 - Cookies get the `Secure` flag over HTTPS (COOKIE_SECURE).
@@ -41,8 +41,8 @@ from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
 from starlette.requests import cookie_parser
 
-from clincite.settings import Settings
-from clincite.users import DEV_USER, UserStore, dev_login_allowed
+from clincite.core.settings import Settings
+from clincite.users.store import DEV_USER, UserStore, dev_login_allowed
 
 log = logging.getLogger("clincite.auth")
 

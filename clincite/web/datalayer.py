@@ -30,10 +30,10 @@ from chainlit.types import Feedback
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from clincite.migrations import Migrations, apply_async
-from clincite.settings import Settings
-from clincite.shapes import QueryResult
-from clincite.users import create_private, write_private
+from clincite.core.migrations import Migrations, apply_async
+from clincite.core.settings import Settings
+from clincite.core.shapes import QueryResult
+from clincite.users.store import create_private, write_private
 
 log = logging.getLogger("clincite.datalayer")
 

@@ -9,10 +9,8 @@ from collections.abc import Callable
 import chainlit as cl
 from chainlit.utils import utc_now
 
-from clincite.citations import mark_unverified
-from clincite.inert import inert_report, inert_text
-from clincite.naming import display_source
-from clincite.shapes import (
+from clincite.core.naming import display_source
+from clincite.core.shapes import (
     STAGE_LABELS,
     AnswerDone,
     AnswerToken,
@@ -31,6 +29,8 @@ from clincite.shapes import (
     StageStarted,
     SufficiencyReady,
 )
+from clincite.report.citations import mark_unverified
+from clincite.report.inert import inert_report, inert_text
 from clincite.web.sources import source_markdown, with_pages
 
 ANSWER_AUTHOR = "ClinCite"

@@ -26,7 +26,7 @@ from fastapi.responses import (
     Response,
 )
 
-from clincite.catalogue import Catalogue
+from clincite.kb.catalogue import Catalogue
 from clincite.web import state
 from clincite.web.auth import login_route
 from clincite.web.datalayer import FILES_ROUTE, ClinCiteDataLayer

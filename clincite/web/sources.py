@@ -6,7 +6,7 @@
 - `render_passage_page(catalogue, chunk_id, quote)`: an HTML page with the passage between its neighbours, walkable.
 - `original_document(catalogue, source)`: the original file of a KB document (only files the catalogue lists).
 
-Document text is made inert (`clincite.inert.inert_text`) before any markup of ours is added around it, so the
+Document text is made inert (`clincite.report.inert.inert_text`) before any markup of ours is added around it, so the
 highlight survives and nothing in a document can become a link or an image.
 """
 
@@ -19,12 +19,12 @@ import unicodedata
 from pathlib import Path
 from urllib.parse import quote as url_quote
 
-from clincite.catalogue import Catalogue
-from clincite.citations import normalise
-from clincite.inert import inert_text
-from clincite.naming import display_source
-from clincite.settings import PROJECT_DIR
-from clincite.shapes import Chunk, Citation
+from clincite.core.naming import display_source
+from clincite.core.settings import PROJECT_DIR
+from clincite.core.shapes import Chunk, Citation
+from clincite.kb.catalogue import Catalogue
+from clincite.report.citations import normalise
+from clincite.report.inert import inert_text
 
 ORIGINAL_ROUTE = "/clincite/original"
 PASSAGE_ROUTE = "/clincite/passage"
@@ -181,7 +181,7 @@ def original_document(catalogue: Catalogue, source: str) -> tuple[Path, str, str
         return None
     suffix = path.suffix.lower()
     if suffix in TEXT_SUFFIXES:
-        from clincite.loaders import decode_text
+        from clincite.ingest.loaders import decode_text
 
         return path, "text/plain", decode_text(path.read_bytes())
     media_type = {
@@ -191,7 +191,7 @@ def original_document(catalogue: Catalogue, source: str) -> tuple[Path, str, str
         ".htm": "text/plain",
     }.get(suffix, mimetypes.guess_type(path.name)[0] or "application/octet-stream")
     if suffix in (".html", ".htm"):
-        from clincite.loaders.webpage import decode_html
+        from clincite.ingest.loaders.webpage import decode_html
 
         return path, media_type, decode_html(path.read_bytes())  # shown as its source text: never run
     return path, media_type, None

@@ -8,9 +8,9 @@ import logging
 import sys
 import time
 
-from clincite.logs import quiet_libraries
-from clincite.settings import PROJECT_DIR, load_settings
-from clincite.users import ensure_auth_secret
+from clincite.core.logs import quiet_libraries
+from clincite.core.settings import PROJECT_DIR, load_settings
+from clincite.users.store import ensure_auth_secret
 from clincite.web.auth import add_login_messages, watch_accounts
 from clincite.web.datalayer import ensure_schema
 from clincite.web.looplag import start_probe
@@ -73,7 +73,8 @@ async def ingest_sample_kb_if_empty(app: AppContext) -> None:
     log.warning("Knowledge base %s is empty: ingesting %s", kb.dir, sample)
     process = await asyncio.create_subprocess_exec(
         sys.executable,
-        str(PROJECT_DIR / "ingest.py"),
+        "-m",
+        "clincite.cli.ingest",
         str(sample),
         "--kb",
         str(kb.dir),

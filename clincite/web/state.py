@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 import chainlit as cl
 from chainlit.types import ThreadDict
 
-from clincite.service import OFFLINE_BANNER, TwoStageQueryService
-from clincite.settings import Settings, load_settings
-from clincite.shapes import ChatTurn, Coverage, Degradation, QueryResult
-from clincite.users import UserStore, check_login
+from clincite.core.settings import Settings, load_settings
+from clincite.core.shapes import ChatTurn, Coverage, Degradation, QueryResult
+from clincite.question.service import OFFLINE_BANNER, TwoStageQueryService
+from clincite.users.store import UserStore, check_login
 from clincite.web.auth import bind as bind_accounts
 from clincite.web.auth import current_generation, off_the_loop
 from clincite.web.datalayer import ClinCiteDataLayer

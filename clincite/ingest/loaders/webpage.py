@@ -1,0 +1,183 @@
+"""HTML with trafilatura (Apache-2.0): the main content without navigation, sidebars and footers; tables as rows.
+
+trafilatura's XML output keeps headings (`<head rend="h2">`), paragraphs, lists and tables (`<row><cell>`), which
+the builder turns into sections and "列名：值" lines. The title is the page's `<title>` (without a trailing site name),
+else its first heading. Pages trafilatura finds no main content in fall back to a plain parse of the body.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import re
+from pathlib import Path
+
+from clincite.ingest.loaders.base import DocumentBuilder, LoadedDocument, SkipFile, clean_line
+from clincite.ingest.loaders.text import decode_text
+
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-]+)""", re.I)
+_TITLE_SEPARATORS = re.compile(r"\s+[-–—|_]\s+|\s*[｜|]\s*|_")
+
+
+def decode_html(data: bytes) -> str:
+    """The charset a page declares wins (GB2312 pages are read as GB18030, its superset); else detection."""
+    match = _META_CHARSET.search(data[:4096])
+    if match and not data.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
+        name = match.group(1).decode("ascii").lower()
+        name = {"gb2312": "gb18030", "gbk": "gb18030", "big5": "big5hkscs"}.get(name, name)
+        try:
+            return decode_text_strict(data, name)
+        except (LookupError, UnicodeDecodeError):
+            pass
+    return decode_text(data)
+
+
+def decode_text_strict(data: bytes, encoding: str) -> str:
+    from clincite.ingest.loaders.base import clean_text
+
+    return clean_text(data.decode(encoding))
+
+
+def load_html(path: Path) -> LoadedDocument:
+    import trafilatura
+    from lxml import etree
+
+    markup = decode_html(path.read_bytes())
+    page_title = _page_title(markup)
+    xml = trafilatura.extract(
+        markup,
+        output_format="xml",
+        include_tables=True,
+        include_formatting=False,
+        include_comments=False,
+        include_links=False,
+        include_images=False,
+        favor_recall=True,
+    )
+    builder = DocumentBuilder(path.stem)
+    if xml:
+        root = etree.fromstring(xml.encode("utf-8"))
+        main = root.find("main")
+        _walk(main if main is not None else root, builder)
+    document = builder.build()
+    if not document.sections:
+        document = _fallback(markup, path.stem)
+    if page_title:
+        document.title = page_title
+    if not document.sections:
+        raise SkipFile("网页中没有正文文字 (no main content)")
+    return document
+
+
+def _walk(element, builder: DocumentBuilder) -> None:
+    for child in element:
+        tag = child.tag
+        if tag == "head":
+            rend = child.get("rend") or "h2"
+            level = int(rend[1]) if re.fullmatch(r"h[1-6]", rend) else 2
+            builder.heading(level, "".join(child.itertext()))
+        elif tag == "table":
+            rows = []
+            for row in child.iter("row"):
+                rows.append(["".join(cell.itertext()) for cell in row.findall("cell")])
+            builder.table(rows)
+        elif tag == "list":
+            for item in child.findall("item"):
+                builder.paragraph(clean_line("".join(item.itertext())))
+        elif tag in ("p", "quote", "code"):
+            builder.paragraph(clean_line("".join(child.itertext())))
+        elif len(child):
+            _walk(child, builder)
+        elif (child.text or "").strip():
+            builder.paragraph(clean_line(child.text))
+
+
+def _page_title(markup: str) -> str:
+    """`<title>` without a trailing site name ("指南全文 - 某某医院" → "指南全文"), else the first <h1>."""
+    match = re.search(r"<title[^>]*>(.*?)</title>", markup, re.I | re.S)
+    title = clean_line(html.unescape(re.sub(r"<[^>]+>", "", match.group(1)))) if match else ""
+    if title:
+        parts = [p for p in _TITLE_SEPARATORS.split(title) if p.strip()]
+        if len(parts) > 1 and len(parts[0].strip()) >= 4:
+            title = parts[0].strip()
+        return title
+    match = re.search(r"<h1[^>]*>(.*?)</h1>", markup, re.I | re.S)
+    return clean_line(html.unescape(re.sub(r"<[^>]+>", "", match.group(1)))) if match else ""
+
+
+class _BodyText(html.parser.HTMLParser):
+    """Fallback: headings, paragraphs and table rows of the body, without scripts and page furniture."""
+
+    SKIP = frozenset({"script", "style", "head", "nav", "footer", "header", "aside", "form", "noscript", "template"})
+    BLOCKS = frozenset({"p", "div", "li", "section", "article", "ul", "ol", "br", "blockquote", "pre"})
+
+    def __init__(self, builder: DocumentBuilder):
+        super().__init__(convert_charrefs=True)
+        self.builder = builder
+        self.skip = 0
+        self.buffer: list[str] = []
+        self.heading = 0
+        self.rows: list[list[str]] | None = None
+        self.cell: list[str] | None = None
+
+    def flush(self) -> None:
+        text = clean_line("".join(self.buffer))
+        self.buffer.clear()
+        if text:
+            if self.heading:
+                self.builder.heading(self.heading, text)
+            else:
+                self.builder.paragraph(text)
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.SKIP:
+            self.skip += 1
+        elif self.skip:
+            return
+        elif tag == "table":
+            self.flush()
+            self.rows = []
+        elif tag == "tr" and self.rows is not None:
+            self.rows.append([])
+        elif tag in ("td", "th") and self.rows is not None:
+            self.cell = []
+        elif re.fullmatch(r"h[1-6]", tag):
+            self.flush()
+            self.heading = int(tag[1])
+        elif tag in self.BLOCKS and self.rows is None:
+            self.flush()
+
+    def handle_endtag(self, tag):
+        if tag in self.SKIP:
+            self.skip = max(0, self.skip - 1)
+        elif self.skip:
+            return
+        elif tag in ("td", "th") and self.rows is not None and self.cell is not None:
+            if not self.rows:
+                self.rows.append([])
+            self.rows[-1].append("".join(self.cell))
+            self.cell = None
+        elif tag == "table" and self.rows is not None:
+            self.builder.table(self.rows)
+            self.rows = None
+        elif re.fullmatch(r"h[1-6]", tag):
+            self.flush()
+            self.heading = 0
+        elif tag in self.BLOCKS and self.rows is None:
+            self.flush()
+
+    def handle_data(self, data):
+        if self.skip:
+            return
+        if self.cell is not None:
+            self.cell.append(data)
+        elif self.rows is None:
+            self.buffer.append(data)
+
+
+def _fallback(markup: str, fallback_title: str) -> LoadedDocument:
+    builder = DocumentBuilder(fallback_title)
+    parser = _BodyText(builder)
+    parser.feed(markup)
+    parser.close()
+    parser.flush()
+    return builder.build()

@@ -1,0 +1,323 @@
+"""Incremental ingest: brings a knowledge base up to date with a set of files. The only writer of a KB.
+
+One ingest at a time per KB (`KnowledgeBase.writer_lock`); the app only reads what ingest publishes. Unchanged files
+(same content hash) cost nothing; a changed file's new chunks are written before its old ones are removed, so a crash
+never leaves it with no chunks; the BM25 index is published last, after the vectors are in place.
+
+Nothing a file can do harms the KB or stops the run: every file is either ingested or skipped with its reason —
+names that are not UTF-8, FIFOs, devices, symlinks out of the folders given, files over the size limits, zip bombs
+disguised as .docx, documents that would need too many chunks, files rewritten while being read (the bytes hashed are
+the bytes parsed: a private snapshot), a second file claiming an existing document's identity, identical copies.
+A document's identity (`source`) is its path relative to the folder it was found in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from clincite.core.settings import Settings
+from clincite.core.shapes import Chunk, DocumentRecord
+from clincite.ingest.chunking import chunk_document
+from clincite.ingest.intake import (
+    Candidate,
+    check_content,
+    check_text_size,
+    collect_files,
+    display_name,
+    load_snapshot,
+    read_regular_file,
+    symlink_reason,
+)
+from clincite.ingest.loaders import SkipFile
+from clincite.kb.bm25 import BM25Index
+from clincite.kb.embeddings import Embedder, get_embedder
+from clincite.kb.store import KnowledgeBase, now
+from clincite.text.tokenizer import get_tokenizer
+
+log = logging.getLogger("clincite.ingest.pipeline")
+
+VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole duration
+
+Status = Literal["added", "updated", "unchanged", "skipped", "removed", "would-remove"]
+
+
+@dataclass
+class FileResult:
+    name: str
+    status: Status
+    detail: str = ""
+    chunks: int = 0
+
+
+@dataclass
+class IngestReport:
+    results: list[FileResult] = field(default_factory=list)
+    vectors_added: int = 0
+    embedding_warning: str | None = None
+    prune_refused: str | None = None  # why --prune removed nothing (Chinese)
+    kb_version: int = 0
+
+    def count(self, status: Status) -> int:
+        return sum(1 for r in self.results if r.status == status)
+
+    @property
+    def failed_all(self) -> bool:
+        """Nothing usable came out of this run (every file was skipped)."""
+        return bool(self.results) and all(r.status == "skipped" for r in self.results)
+
+
+class Ingestor:
+    """Brings a KB up to date with a set of files."""
+
+    def __init__(self, settings: Settings, kb: KnowledgeBase, embedder: Embedder | None = None):
+        self.settings = settings
+        self.kb = kb
+        self.embedder = embedder or get_embedder(settings)
+        self.vectors_added = 0
+        self.vector_error: str | None = None  # the vector store failed during this run (English, for the log)
+
+    def run(
+        self, paths: list[Path], prune: bool = False, on_result=None, force: bool = False, dry_run: bool = False
+    ) -> IngestReport:
+        """Ingest `paths` under the KB's writer lock (raises IngestBusy when another ingest holds it)."""
+        lock = self.kb.writer_lock(self.settings.ingest_lock_timeout)
+        try:
+            return self._run(paths, prune, on_result or (lambda result: None), force, dry_run)
+        finally:
+            lock.release()
+
+    def _run(self, paths: list[Path], prune: bool, emit, force: bool, dry_run: bool) -> IngestReport:
+        report = IngestReport()
+        known = self.kb.catalogue.documents()
+        roots = [p.resolve() for p in paths if p.is_dir()]
+        seen: dict[str, Path] = {}
+        changed = False
+        for candidate in collect_files(paths):
+            try:
+                result = self._ingest_file(candidate, known, seen, roots)
+            except Exception as exc:  # whatever a file does, the run goes on
+                log.exception("Unexpected error ingesting %s", display_name(str(candidate.path)))
+                result = FileResult(
+                    display_name(candidate.source),
+                    "skipped",
+                    f"导入时出错，已跳过 ({type(exc).__name__}: {display_name(str(exc))})",
+                )
+            changed |= result.status in ("added", "updated")
+            report.results.append(result)
+            emit(result)
+        if prune:
+            changed |= self._prune(paths, known, seen, force, dry_run, report, emit)
+        self._sync_vectors()
+        self._ensure_bm25(force=changed)  # last: publishing the index tells readers the new version is complete
+        report.vectors_added = self.vectors_added
+        report.embedding_warning = str(self.embedder.error) if self.embedder.error else None
+        if self.vector_error:
+            report.embedding_warning = (
+                f"向量库不可用（{self.vector_error}），本次文档只进入了关键词索引；"
+                f"向量库恢复后再运行一次 ingest 即可补建向量。"
+            )
+        report.kb_version = self.kb.catalogue.version
+        return report
+
+    def _prune(
+        self,
+        paths: list[Path],
+        known: dict[str, DocumentRecord],
+        seen: dict[str, Path],
+        force: bool,
+        dry_run: bool,
+        report: IngestReport,
+        emit,
+    ) -> bool:
+        """Remove documents whose files are gone — unless that looks like a missing share rather than deletions."""
+        gone = [source for source, record in known.items() if source not in seen and not Path(record.path).exists()]
+        missing_roots = [display_name(str(p)) for p in paths if not p.exists()]
+        limit = self.settings.ingest_prune_max_fraction
+        if missing_roots:
+            report.prune_refused = (
+                f"拒绝删除：所给路径不存在（{'、'.join(missing_roots)}），可能是共享盘未挂载；"
+                f"{len(gone)} 个文档保持不变"
+            )
+        elif gone and len(gone) > limit * len(known) and not force:
+            report.prune_refused = (
+                f"拒绝删除：将删除 {len(gone)}/{len(known)} 个文档，超过 {limit:.0%}"
+                f"（INGEST_PRUNE_MAX_FRACTION），可能是文件夹未挂载或路径有误；"
+                f"确认无误请加 --force"
+            )
+        if report.prune_refused:
+            log.warning("Prune refused: %s", report.prune_refused)
+            return False
+        for source in gone:
+            if dry_run:
+                result = FileResult(source, "would-remove", "文件已不存在（试运行，未删除）")
+            else:
+                self._remove_vectors(self.kb.catalogue.chunk_ids(source))
+                self.kb.catalogue.remove_document(source)
+                result = FileResult(source, "removed", "文件已不存在，已从知识库删除")
+            report.results.append(result)
+            emit(result)
+        return bool(gone) and not dry_run
+
+    def _ingest_file(
+        self, candidate: Candidate, known: dict[str, DocumentRecord], seen: dict[str, Path], roots: list[Path]
+    ) -> FileResult:
+        path, source = candidate.path, candidate.source
+        shown = display_name(source)
+        if candidate.problem:
+            return FileResult(shown, "skipped", candidate.problem)
+        if shown != source:
+            return FileResult(
+                shown, "skipped", "文件名不是有效的 UTF-8 编码，无法作为引用名称，请重命名 (invalid file name)"
+            )
+        if candidate.root is not None and path.is_symlink():
+            return FileResult(shown, "skipped", symlink_reason(path, roots))
+        if source in seen:
+            if seen[source].resolve() == path.resolve():
+                return FileResult(shown, "skipped", "本次运行中已处理过（同一文件被重复给出） (given twice)")
+            return FileResult(
+                shown,
+                "skipped",
+                f"与 {display_name(str(seen[source]))} 同名：引用时无法区分，请重命名 (duplicate name)",
+            )
+        seen[source] = path
+        previous = known.get(source)
+        try:
+            data, resolved = read_regular_file(path, self.settings)
+            digest = hashlib.sha256(data).hexdigest()
+            if previous and previous.file_hash == digest:
+                return FileResult(shown, "unchanged", chunks=previous.chunk_count)
+            if previous and previous.path != str(resolved) and Path(previous.path).exists():
+                return FileResult(
+                    shown,
+                    "skipped",
+                    f"知识库中已有同名文档（来自 {display_name(previous.path)}），"
+                    f"两个不同文件不能共用一个名称：请重命名，或从各自所在的文件夹导入 "
+                    f"(identity taken by another file)",
+                )
+            duplicate = self.kb.catalogue.source_with_hash(digest, other_than=source)
+            if duplicate:
+                return FileResult(
+                    shown,
+                    "skipped",
+                    f"与已入库的《{duplicate}》内容完全相同，作为重复文件跳过 (duplicate of {duplicate})",
+                )
+            check_content(path.suffix.lower(), data, self.settings)
+            document = load_snapshot(Path(source).name, data)
+            del data
+            check_text_size(document.text, self.settings)
+            cfg = self.settings
+            chunks = chunk_document(
+                document,
+                source,
+                cfg.chunk_min_chars,
+                cfg.chunk_max_chars,
+                cfg.ingest_max_heading_chars,
+                cfg.ingest_max_chunks_per_document,
+            )
+            if not chunks:
+                raise SkipFile("文件中没有正文文字 (no text)")
+            old_ids = set(self.kb.catalogue.chunk_ids(source)) if previous else set()
+            self._add_vectors([c for c in chunks if c.id not in old_ids])  # 1. new vectors
+            record = DocumentRecord(
+                source=source,
+                path=str(resolved),
+                title=document.title,
+                file_hash=digest,
+                chunk_count=len(chunks),
+                ingested_at=now(),
+            )
+            self.kb.catalogue.replace_document(record, chunks)  # 2. commit point
+            self._remove_vectors(sorted(old_ids - {c.id for c in chunks}))  # 3. old vectors
+        except SkipFile as exc:
+            return FileResult(shown, "skipped", str(exc))
+        except OSError as exc:
+            return FileResult(shown, "skipped", f"无法读取文件 ({type(exc).__name__}: {display_name(str(exc))})")
+        note = _heading_note(document, cfg.ingest_max_heading_chars)
+        return FileResult(shown, "updated" if previous else "added", note, chunks=len(chunks))
+
+    # --- indexes ---
+    def _ensure_bm25(self, force: bool) -> None:
+        """Publish a BM25 index of the catalogue unless the published one is already of this version."""
+        version = self.kb.catalogue.version
+        published = BM25Index.published(self.kb.bm25_dir)
+        if force or published is None or published.get("version") != version:
+            BM25Index.build(self.kb.catalogue.iter_chunks(), get_tokenizer(), version).save(self.kb.bm25_dir)
+
+    # The vector store may be unreachable (a Chroma server that is down): the catalogue and BM25 still get every
+    # document, the run says so, and the next run's _sync_vectors adds the missing vectors and drops stale ones.
+    def _vector_store_failed(self, exc: Exception) -> None:
+        if self.vector_error is None:
+            log.error(
+                "Vector store unavailable during ingest (%s: %s): documents go in BM25-only", type(exc).__name__, exc
+            )
+        self.vector_error = f"{type(exc).__name__}: {exc}"
+
+    def _add_vectors(self, chunks: list[Chunk]) -> int:
+        if not chunks or self.vector_error is not None or not self.embedder.available():
+            return 0
+        try:
+            store = self.kb.vectors(self.embedder.model_name)
+            existing = store.existing_ids([c.id for c in chunks])
+            todo = [c for c in chunks if c.id not in existing]
+            for start in range(0, len(todo), VECTOR_BATCH):
+                batch = todo[start : start + VECTOR_BATCH]
+                vectors = self.embedder.encode_documents([c.index_text for c in batch])
+                store.add([c.id for c in batch], vectors.tolist(), [c.source for c in batch])
+                self.vectors_added += len(batch)
+        except Exception as exc:
+            self._vector_store_failed(exc)
+            return 0
+        return len(todo)
+
+    def _remove_vectors(self, ids: list[str]) -> None:
+        if ids and self.vector_error is None:
+            try:
+                self.kb.vectors(self.embedder.model_name).delete(ids)
+            except Exception as exc:  # left behind: search ignores ids not in the catalogue
+                self._vector_store_failed(exc)
+
+    def _sync_vectors(self) -> int:
+        """Embed catalogue chunks that have no vector yet (a new embedding model, or an earlier BM25-only run).
+
+        Comparing ids needs no model, so an unchanged KB never pays the model's load time.
+        """
+        if self.vector_error is not None:
+            return 0
+        try:
+            store = self.kb.vectors(self.embedder.model_name)
+            ids = self.kb.catalogue.chunk_ids()
+            stored = store.all_ids()
+            stale = sorted(stored - set(ids))  # vectors of chunks replaced by a run that crashed midway
+            if stale:
+                store.delete(stale)
+        except Exception as exc:
+            self._vector_store_failed(exc)
+            return 0
+        missing = [cid for cid in ids if cid not in stored]
+        if not missing:
+            return 0
+        return self._add_vectors(list(self.kb.catalogue.get_chunks(missing).values()))
+
+
+def _heading_note(document, limit: int) -> str:
+    long = sum(1 for s in document.sections if any(len(h) > limit for h in s.heading_path))
+    return f"有 {long} 节的标题超过 {limit} 字，已截断（过长的标题行按正文索引）" if long else ""
+
+
+def format_result(result: FileResult) -> str:
+    if result.status in ("skipped", "removed", "would-remove"):
+        return f"{result.status:<10} {result.name}: {result.detail}"
+    note = f"；{result.detail}" if result.detail else ""
+    return f"{result.status:<10} {result.name} ({result.chunks} 个片段{note})"
+
+
+def format_summary(report: IngestReport) -> str:
+    return (
+        f"完成：新增 {report.count('added')}，更新 {report.count('updated')}，未变 {report.count('unchanged')}，"
+        f"跳过 {report.count('skipped')}，删除 {report.count('removed')}；新向量 {report.vectors_added} 个；"
+        f"知识库版本 {report.kb_version}"
+    )

@@ -1,0 +1,155 @@
+"""The bm25s index over jieba tokens, saved in the KB directory with the chunk ids it covers."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from clincite.core.shapes import Chunk
+from clincite.text.tokenizer import Tokenizer
+
+BM25_K1 = 1.5
+BM25_B = 0.75
+META_FILE = "clincite.json"
+POINTER_FILE = "current.json"
+KEEP_PREVIOUS = 1  # versions kept besides the current one: a reader may still be loading the one before
+
+
+class BM25Index:
+    """A bm25s index over jieba tokens, saved in the KB directory with the chunk ids it covers.
+
+    `method="atire", idf_method="robertson"` ranks exactly like `rank_bm25.BM25Okapi(epsilon=0)`, the reference.
+    """
+
+    def __init__(self, retriever, chunk_ids: list[str], version: int):
+        self._retriever = retriever
+        self.chunk_ids = chunk_ids
+        self.version = version
+
+    @classmethod
+    def build(cls, chunks: Iterable[Chunk], tokenizer: Tokenizer, version: int) -> BM25Index:
+        """Tokenise chunk by chunk straight into integer ids: the token strings of one chunk live only while it is
+        interned, so memory grows with the ids (8 bytes a token), not with jieba's strings (~60 bytes a token)."""
+        bm25s = _import_bm25s()
+        vocab: dict[str, int] = {}
+        chunk_ids: list[str] = []
+        ids: list[list[int]] = []
+        if hasattr(tokenizer, "tokenize"):
+            for chunk in chunks:
+                chunk_ids.append(chunk.id)
+                ids.append([vocab.setdefault(t, len(vocab)) for t in tokenizer.tokenize(chunk.index_text)])
+        else:  # a stand-in that hands over every chunk's tokens at once (bench/bench_retrieval.py)
+            chunks = list(chunks)
+            chunk_ids = [c.id for c in chunks]
+            for tokens in tokenizer.tokenize_many([c.index_text for c in chunks]):
+                ids.append([vocab.setdefault(t, len(vocab)) for t in tokens])
+        retriever = bm25s.BM25(method="atire", idf_method="robertson", k1=BM25_K1, b=BM25_B)
+        if chunk_ids:
+            retriever.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
+        return cls(retriever if chunk_ids else None, chunk_ids, version)
+
+    def save(self, directory: Path) -> None:
+        """Publish this index: a new version folder, then an atomic switch of `current.json` to it.
+
+        Readers (the app) memory-map whichever version `current.json` names, so a reader never sees a half-written
+        or renamed folder; only ingest (one process, under the KB's ingest lock) calls this.
+        """
+        directory.mkdir(parents=True, exist_ok=True)
+        _remove_legacy_layout(directory)
+        name = f"v{self.version:08d}-{uuid.uuid4().hex[:8]}"
+        tmp = directory / f".tmp-{name}"
+        tmp.mkdir()
+        if self._retriever is not None:
+            self._retriever.save(str(tmp))
+        (tmp / META_FILE).write_text(
+            json.dumps({"version": self.version, "chunk_ids": self.chunk_ids}), encoding="utf-8"
+        )
+        _fsync_tree(tmp)
+        tmp.rename(directory / name)
+        pointer = directory / f".{POINTER_FILE}.tmp"
+        with pointer.open("w", encoding="utf-8") as f:
+            json.dump({"version": self.version, "dir": name}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(pointer, directory / POINTER_FILE)
+        _prune_versions(directory, keep={name})
+
+    @staticmethod
+    def published(directory: Path) -> dict | None:
+        """`{"version": n, "dir": name}` of the published index, or None (cheap: one small file)."""
+        try:
+            return json.loads((directory / POINTER_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    @classmethod
+    def load(cls, directory: Path) -> BM25Index | None:
+        """The published index (memory-mapped), or None when there is none."""
+        pointer = cls.published(directory)
+        if pointer is not None:
+            folder = directory / pointer["dir"]
+        elif (directory / META_FILE).exists():  # the layout before versioned folders
+            folder = directory
+        else:
+            return None
+        bm25s = _import_bm25s()
+        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+        retriever = bm25s.BM25.load(str(folder), mmap=True) if meta["chunk_ids"] else None
+        return cls(retriever, meta["chunk_ids"], int(meta["version"]))
+
+    def top_k(self, query_tokens: list[str], k: int, threshold: float) -> list[tuple[str, float]]:
+        if self._retriever is None:
+            return []
+        vocab = self._retriever.vocab_dict
+        ids = [vocab[t] for t in query_tokens if t in vocab]
+        if not ids:
+            return []
+        scores = self._retriever.get_scores(ids)
+        k = min(k, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(self.chunk_ids[i], float(scores[i])) for i in top if scores[i] > threshold]
+
+
+def _import_bm25s():
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets its own logger to DEBUG on import
+    return bm25s
+
+
+def _fsync_tree(folder: Path) -> None:
+    for path in folder.iterdir():
+        with path.open("rb") as f:
+            os.fsync(f.fileno())
+
+
+def _remove_legacy_layout(directory: Path) -> None:
+    """Files of the old single-folder layout and its bm25.tmp / bm25.old siblings (pre-versioning KBs)."""
+    if (directory / META_FILE).exists():
+        for path in directory.iterdir():
+            if path.is_file() and path.name != POINTER_FILE:
+                path.unlink()
+    for sibling in (".tmp", ".old"):
+        shutil.rmtree(directory.with_name(directory.name + sibling), ignore_errors=True)
+
+
+def _prune_versions(directory: Path, keep: set[str]) -> None:
+    """Remove version folders older than the current one and the one before it, and crashed temporary folders.
+
+    A reader that memory-mapped a removed version keeps its pages (Linux keeps unlinked files alive while mapped).
+    """
+    versions = sorted(p for p in directory.iterdir() if p.is_dir() and p.name.startswith("v"))
+    old = [p for p in versions if p.name not in keep]
+    for path in old[: max(0, len(old) - KEEP_PREVIOUS)]:
+        shutil.rmtree(path, ignore_errors=True)
+    for path in directory.iterdir():
+        if path.is_dir() and path.name.startswith(".tmp-"):
+            shutil.rmtree(path, ignore_errors=True)

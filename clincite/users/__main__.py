@@ -1,0 +1,3 @@
+from clincite.users.store import main
+
+raise SystemExit(main())
