@@ -5,6 +5,12 @@
     python bench/eval_answers.py --kb .data/kb            # an existing KB, used as it is
     python bench/eval_answers.py --json                   # one JSON object on stdout, progress on stderr
     python bench/eval_answers.py --show-misses            # which cases fail which measure, and what the TL;DR said
+    python bench/eval_answers.py --all --corpora ~/clincite-corpora    # every library of bench/cases/, one table
+
+`--all` runs every case file `bench/cases/<library>.json` on the library `<corpora>/<library>/` (built as
+bench/corpora.md says; `sample_kb*` case files run on the repository's sample_kb/), plus the team's own
+bench/answer_cases.json, and prints one row per library; a library whose folder is missing is listed as skipped.
+`--kb-root DIR` reuses knowledge bases already ingested into DIR/<library>/ instead of building them.
 
 The cases file is a JSON list of
     {"question": "…", "history": ["an earlier question", …]?, "docs": ["file name without extension", …],
@@ -30,6 +36,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -42,6 +49,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from eval_retrieval import EvalError, build_kb, doc_key, open_kb, pad, stdout_to_stderr, width  # noqa: E402
 
 from clincite.core.logs import quiet_libraries  # noqa: E402
+from clincite.core.naming import display_source  # noqa: E402
 from clincite.core.settings import load_settings  # noqa: E402
 from clincite.core.shapes import ChatTurn, QueryResult  # noqa: E402
 from clincite.question.service import TwoStageQueryService  # noqa: E402
@@ -49,6 +57,8 @@ from clincite.retrieval.search import HybridSearcher  # noqa: E402
 
 DEFAULT_CASES = ROOT / "bench" / "answer_cases.json"
 DEFAULT_DOCS = ROOT / "sample_kb"
+CASES_DIR = ROOT / "bench" / "cases"
+DEFAULT_CORPORA = Path(os.environ.get("CLINCITE_CORPORA", "~/clincite-corpora")).expanduser()
 # What an abstaining TL;DR says; the service writes "知识库中未找到关于……的证据".
 ABSTAIN_MARKERS = ("知识库中未找到", "知识库中没有找到")
 TARGETS = {
@@ -143,9 +153,11 @@ def coverage_status(result: QueryResult) -> str | None:
     return getattr(coverage, "status", None)
 
 
-def score_case(case: dict, result: QueryResult) -> dict:
+def score_case(case: dict, result: QueryResult, files: dict[str, str] | None = None) -> dict:
+    """`files`: the name a document is cited by → its file name without extension (a page cited by its title)."""
     _, said = lead(result.answer)
-    cited = [doc_key(c.source) in case["docs"] for c in result.citations]
+    files = files or {}
+    cited = [files.get(c.source, doc_key(c.source)) in case["docs"] for c in result.citations]
     searched = " ".join(q.text for q in [*result.sub_queries, *result.stage2_queries])
     row = {
         "question": case["question"],
@@ -189,12 +201,14 @@ async def history_turns(service: TwoStageQueryService, history: list, asked: dic
 
 async def run_cases(service: TwoStageQueryService, cases: list[dict], progress) -> list[dict]:
     await service.warm_up()
+    records = await asyncio.to_thread(service.kb.catalogue.documents)
+    files = {display_source(source, record.title): doc_key(source) for source, record in records.items()}
     asked: dict[str, str] = {}
     rows = []
     for i, case in enumerate(cases, 1):
         turns = await history_turns(service, case["history"], asked)
         result = await service.ask(case["question"], turns)
-        rows.append(score_case(case, result))
+        rows.append(score_case(case, result, files))
         progress(f"[{i}/{len(cases)}] {case['question']}")
     return rows
 
@@ -233,24 +247,29 @@ def summarise(rows: list[dict]) -> dict:
 
 
 def evaluate(args: argparse.Namespace, progress) -> tuple[dict, list[dict], dict]:
-    cases = load_cases(args.cases)
+    return evaluate_library(args.cases, args.docs, args.kb, progress)
+
+
+def evaluate_library(cases_file: Path, docs: Path, kb: Path | None, progress) -> tuple[dict, list[dict], dict]:
+    """One library: its cases run through the whole pipeline, on a KB built from `docs` (or the KB at `kb`)."""
+    cases = load_cases(cases_file)
     base = load_settings().model_copy(update={"answer_cache_size": 0})
     with contextlib.ExitStack() as stack:
-        if args.kb is not None:
-            kb_dir = args.kb.expanduser().resolve()
+        if kb is not None:
+            kb_dir = kb.expanduser().resolve()
             settings = base.model_copy(update={"kb_dir": kb_dir})
-            kb, kb_label = open_kb(settings, kb_dir), str(kb_dir)
+            store, kb_label = open_kb(settings, kb_dir), str(kb_dir)
         else:
             tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="clincite-answers-")))
             settings = base.model_copy(update={"kb_dir": tmp / "kb", "data_dir": tmp})
-            kb = build_kb(settings, args.docs, tmp / "kb", progress)
-            kb_label = f"临时知识库，由 {args.docs} 构建 (temporary KB built from {args.docs})"
-        stack.callback(kb.close)
-        sources = {doc_key(s) for s in kb.catalogue.documents()}
+            store = build_kb(settings, docs, tmp / "kb", progress)
+            kb_label = f"临时知识库，由 {docs} 构建 (temporary KB built from {docs})"
+        stack.callback(store.close)
+        sources = {doc_key(s) for s in store.catalogue.documents()}
         unknown = sorted({d for c in cases for d in c["docs"]} - sources)
         if unknown:
             progress(f"警告 warning: 用例引用的文档不在知识库中：{'、'.join(unknown[:5])}")
-        service = TwoStageQueryService(settings, HybridSearcher(settings, kb))
+        service = TwoStageQueryService(settings, HybridSearcher(settings, store))
         started = time.perf_counter()
         rows = asyncio.run(run_cases(service, cases, progress))
         info = {
@@ -281,6 +300,50 @@ def format_table(summary: dict) -> str:
     lines.append(
         pad("首字时间 TTFT p50 / p95", first) + pad(f"{summary['ttft_p50']}s / {summary['ttft_p95']}s", 16, right=True)
     )
+    return "\n".join(lines)
+
+
+def libraries(corpora: Path) -> list[tuple[str, Path, Path]]:
+    """(name, cases file, documents folder) of every library: the team's own cases first, then bench/cases/."""
+    found = [("sample_kb（团队用例 team cases）", DEFAULT_CASES, DEFAULT_DOCS)]
+    for cases in sorted(CASES_DIR.glob("*.json")):
+        name = cases.stem
+        found.append((name, cases, DEFAULT_DOCS if name.startswith("sample_kb") else corpora / name))
+    return found
+
+
+def evaluate_all(corpora: Path, kb_root: Path | None, progress) -> list[dict]:
+    results = []
+    for name, cases, docs in libraries(corpora):
+        if not docs.is_dir():
+            progress(f"跳过 skipped {name}: 没有文档目录 no folder {docs}（见 bench/corpora.md）")
+            results.append({"library": name, "skipped": str(docs)})
+            continue
+        progress(f"== {name}")
+        kb = kb_root / docs.name if kb_root is not None and (kb_root / docs.name).is_dir() else None
+        summary, rows, info = evaluate_library(cases, docs, kb, progress)
+        results.append({"library": name, **summary, "info": info, "rows": rows})
+    return results
+
+
+def format_libraries(results: list[dict]) -> str:
+    """One row per library, one column per measure, the targets in the last row."""
+    first = max(width(r["library"]) for r in results) + 2
+    short = {k: v.split(" ")[0] for k, v in LABELS.items()}
+    lines = [
+        pad("知识库 library", first)
+        + "".join(pad(short[k], 12, right=True) for k in LABELS)
+        + pad("用例", 8, right=True)
+    ]
+    lines.append("-" * (first + 12 * len(LABELS) + 8))
+    for r in results:
+        if "skipped" in r:
+            lines.append(pad(r["library"], first) + "  （跳过：没有文档目录 skipped: no documents）")
+            continue
+        cells = "".join(pad("n/a" if r[k] is None else f"{r[k]:.3f}", 12, right=True) for k in LABELS)
+        lines.append(pad(r["library"], first) + cells + pad(str(r["cases"]), 8, right=True))
+    targets = "".join(pad(f"{op}{goal}", 12, right=True) for op, goal in TARGETS.values())
+    lines.append(pad("目标 target", first) + targets)
     return "\n".join(lines)
 
 
@@ -316,11 +379,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object, nothing else, on stdout")
     parser.add_argument("--show-misses", action="store_true", help="list the cases that fail a measure")
+    parser.add_argument("--all", action="store_true", help="every library of bench/cases/ (bench/corpora.md)")
+    parser.add_argument("--corpora", type=Path, default=DEFAULT_CORPORA, help="with --all: the libraries' folder")
+    parser.add_argument("--kb-root", type=Path, default=None, help="with --all: reuse KBs ingested into DIR/<library>")
     args = parser.parse_args(argv)
     quiet_libraries()
 
     def progress(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
+
+    if args.all:
+        return _main_all(args, progress)
 
     try:
         with stdout_to_stderr(args.json):
@@ -346,6 +415,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.show_misses:
         print("\n未达标的用例 (cases that fail a measure):")
         print("\n".join(misses(rows)) or "  （无 none）")
+    return 0
+
+
+def _main_all(args: argparse.Namespace, progress) -> int:
+    try:
+        with stdout_to_stderr(args.json):
+            results = evaluate_all(args.corpora.expanduser(), args.kb_root, progress)
+    except EvalError as exc:
+        print(f"错误：{exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(results, ensure_ascii=False))
+        return 0
+    print("ClinCite 回答质量评测，各知识库 (answer quality per library)")
+    ran = [r for r in results if "skipped" not in r]
+    if ran:
+        info = ran[0]["info"]
+        print(f"模式 mode: {info['mode']}; 检索 search: {info['search']} ({info['model']})")
+    print()
+    print(format_libraries(results))
+    if args.show_misses:
+        for r in ran:
+            print(f"\n未达标的用例 (cases that fail a measure) — {r['library']}:")
+            print("\n".join(misses(r["rows"])) or "  （无 none）")
     return 0
 
 

@@ -13,7 +13,7 @@ from conftest import ATROPINE, ROOT, SAMPLE_KB, make_settings
 
 import ingest
 from clincite.ingest.chunking import chunk_document
-from clincite.ingest.loaders import LoadedDocument, load_document, parse_markdown
+from clincite.ingest.loaders import LoadedDocument, load_document, load_markdown
 from clincite.ingest.pipeline import Ingestor
 from clincite.kb.store import KnowledgeBase
 
@@ -22,8 +22,8 @@ from clincite.kb.store import KnowledgeBase
 
 def test_sample_chunks_are_verbatim_slices_with_metadata():
     path = SAMPLE_KB / ATROPINE
-    text = path.read_text(encoding="utf-8")
     document = load_document(path)
+    text = document.text  # the document as loaded: Markdown syntax gone, words and offsets kept
     chunks = chunk_document(document, path.name, 300, 500)
 
     assert document.title == "低浓度阿托品临床应用指南（演示）"
@@ -51,12 +51,13 @@ def test_chunk_ids_are_stable_and_unique():
 def test_sentences_are_never_cut_and_overlap_by_one_sentence():
     sentence = "角膜塑形镜需要规范验配与定期复查，护理不当可能引起角膜感染。"  # 31 characters
     text = "# 测试\n\n## 护理\n\n" + sentence * 40
-    document = parse_markdown(text, "测试")
+    document = load_markdown(text, "测试")
     chunks = chunk_document(document, "t.md", 300, 500)
     assert len(chunks) >= 3
-    assert chunks[0].text.startswith("## 护理\n\n")  # a section's first chunk carries its heading line
+    assert chunks[0].text.startswith("护理\n\n")  # a section's first chunk carries its heading line (no "##")
+    assert chunks[0].segments[0].heading and chunks[0].segments[0].path == ["护理"]
     for chunk in chunks:
-        assert chunk.text.removeprefix("## 护理\n\n").startswith("角膜塑形镜") and chunk.text.endswith("。")
+        assert chunk.text.removeprefix("护理\n\n").startswith("角膜塑形镜") and chunk.text.endswith("。")
         assert 300 <= len(chunk.text) <= 500 or chunk is chunks[-1]
     for before, after in itertools.pairwise(chunks):
         assert after.start < before.end  # one sentence shared
@@ -66,7 +67,7 @@ def test_sentences_are_never_cut_and_overlap_by_one_sentence():
 def test_a_sentence_longer_than_the_maximum_is_cut_at_clauses():
     long_sentence = "，".join(["眼轴长度增长过快提示近视进展风险较高"] * 40) + "。"
     document = LoadedDocument("长句", long_sentence, [])
-    document.sections = parse_markdown(long_sentence, "长句").sections
+    document.sections = load_markdown(long_sentence, "长句").sections
     chunks = chunk_document(document, "long.txt", 300, 500)
     assert len(chunks) >= 2
     assert all(len(c.text) <= 500 for c in chunks)
@@ -83,7 +84,7 @@ def test_subsections_merge_under_one_heading_but_not_across_top_level_sections()
         + "乙内容句子。" * 10
         + "\n"
     )
-    chunks = chunk_document(parse_markdown(text, "文档"), "d.md", 300, 500)
+    chunks = chunk_document(load_markdown(text, "文档"), "d.md", 300, 500)
     assert any("甲一" in c.text and "甲二" in c.text for c in chunks)  # short siblings merged, headings kept
     assert not any("甲" in c.text and "乙" in c.text for c in chunks)
     merged = next(c for c in chunks if "甲二" in c.text)

@@ -18,7 +18,7 @@ from conftest import ATROPINE, ORTHO_K, ROOT, SAMPLE_KB, make_settings
 
 from clincite.core.shapes import DocumentRecord, NoticeEvent
 from clincite.ingest.chunking import chunk_document
-from clincite.ingest.loaders import parse_markdown
+from clincite.ingest.loaders import load_markdown
 from clincite.ingest.pipeline import Ingestor
 from clincite.kb.store import KnowledgeBase
 from clincite.retrieval.search import VECTOR_STORE_DOWN_NOTICE, HybridSearcher
@@ -61,7 +61,7 @@ async def test_the_app_never_builds_or_saves_an_index_on_the_question_path(tmp_p
 
     # An ingest is midway: its catalogue commit is in, its BM25 index is not published yet.
     writer = KnowledgeBase(settings)
-    chunks = chunk_document(parse_markdown(NEW_DOC, "巩膜镜验配"), "巩膜镜.md")
+    chunks = chunk_document(load_markdown(NEW_DOC, "巩膜镜验配"), "巩膜镜.md")
     writer.catalogue.replace_document(
         DocumentRecord(
             source="巩膜镜.md",

@@ -10,10 +10,20 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
 
 # --------------------------------------------------------------------------------------------------------------
 # What the knowledge base holds and what search returns
 # --------------------------------------------------------------------------------------------------------------
+
+
+class Segment(BaseModel):
+    """A run of a passage under one heading path; `heading` marks the heading line itself (offsets in the passage)."""
+
+    start: int
+    end: int
+    path: list[str]
+    heading: bool = False
 
 
 class Chunk(BaseModel):
@@ -29,6 +39,7 @@ class Chunk(BaseModel):
     text: str
     content_hash: str
     pages: list[int] | None = None  # [first, last] page (PDF); None for formats without pages
+    segments: list[Segment] = Field(default_factory=list)  # its heading lines and sections, from the loader
 
     @property
     def index_text(self) -> str:
@@ -43,6 +54,7 @@ class DocumentRecord(BaseModel):
     file_hash: str
     chunk_count: int
     ingested_at: float
+    metadata: dict[str, str] = Field(default_factory=dict)  # front matter / document properties
 
 
 class Hit(BaseModel):
@@ -58,6 +70,7 @@ class Hit(BaseModel):
     semantic: float | None = None
     found_by: list[str]
     score: float = 0.0  # fused (reciprocal-rank) score that orders merged hits
+    segments: list[Segment] = Field(default_factory=list)  # heading lines and sections inside the passage
 
 
 Confidence = Literal["high", "medium", "low"]
@@ -87,10 +100,19 @@ class DecompositionOutput(BaseModel):
     sub_queries: list[SubQueryDraft] = Field(description="1–5 条子查询，简单问题 1–2 条")
 
 
+class ExtractBasis(BaseModel):
+    """Why an extract was kept: the title of its evidence item and its 说明 (where it stands and why it answers)."""
+
+    title: str
+    explanation: str
+
+
 class ExtractDraft(BaseModel):
     chunk_id: str = Field(description="片段编号，原样抄写")
     source: str = Field(description="来源文件名，原样抄写")
     text: str = Field(description="从片段中逐字复制的原文，不得改写、增删或概括")
+    # Filled in by the offline judge only; hidden from the LLM's output schema (it costs tokens and it is derived).
+    basis: SkipJsonSchema[ExtractBasis | None] = None
 
 
 class JudgeOutput(BaseModel):
@@ -126,6 +148,7 @@ class RelevantExtract(BaseModel):
     source: str
     chunk_id: str
     text: str
+    basis: ExtractBasis | None = None  # the offline judge says why; the LLM judge's extracts carry none
 
 
 class SubQueryAnalysis(BaseModel):

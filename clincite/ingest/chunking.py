@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 
-from clincite.core.shapes import Chunk
+from clincite.core.shapes import Chunk, Segment
 from clincite.ingest.loaders import LoadedDocument, SkipFile
 from clincite.kb.store import chunk_id, content_hash
+from clincite.text.units import split_units
 
-SENTENCE_END = "。！？；!?;"
 CLAUSE_END = "，、,：:"
 
 
@@ -33,33 +32,25 @@ class Span:
 
 
 def split_sentences(text: str, start: int, end: int, max_chars: int) -> list[Span]:
-    """Sentence spans (absolute offsets) of text[start:end]; whitespace-only gaps are left out."""
+    """Spans to pack (absolute offsets) of text[start:end]: its units (`clincite.text.units`), a list with its lead-in
+    kept whole when it fits, so a chunk never ends in the middle of a contraindication list."""
     spans: list[Span] = []
-    for para_start, para_end in _paragraphs(text, start, end):
-        sentence_start = para_start
-        i = para_start
-        while i < para_end:
-            if text[i] in SENTENCE_END or text[i] == "\n":
-                j = i + 1
-                while j < para_end and text[j] in "”’」』）)\"'":  # closing quotes stay with their sentence
-                    j += 1
-                spans.extend(_cut_long(text, sentence_start, j, max_chars))
-                sentence_start = i = j
-                continue
-            i += 1
-        spans.extend(_cut_long(text, sentence_start, para_end, max_chars))
-        if spans:
+    for unit in split_units(text, (), start, end):
+        if unit.kind == "list" and unit.length > max_chars:
+            pieces = [(unit.start, unit.items[0][0]), *unit.items] if unit.start < unit.items[0][0] else unit.items
+            for piece in pieces:
+                spans.extend(_cut_long(text, *piece, max_chars))
+        else:
+            spans.extend(_cut_long(text, unit.start, unit.end, max_chars))
+        if spans and _ends_block(text, unit.end, end):
             spans[-1].paragraph_end = True
-    return [s for s in spans if text[s.start : s.end].strip()]
+    return [s for s in spans if s.start >= start and text[s.start : s.end].strip()]
 
 
-def _paragraphs(text: str, start: int, end: int):
-    for match in re.finditer(r"(?:[^\n]|\n(?!\s*\n))+", text[start:end]):
-        raw = match.group(0)
-        lead = len(raw) - len(raw.lstrip())
-        trail = len(raw) - len(raw.rstrip())
-        if raw.strip():
-            yield start + match.start() + lead, start + match.end() - trail
+def _ends_block(text: str, offset: int, end: int) -> bool:
+    """Only whitespace with a blank line (or the region's end) follows: the unit closes its paragraph or list."""
+    rest = text[offset:end]
+    return not rest.strip() or "\n\n" in rest[: len(rest) - len(rest.lstrip())]
 
 
 def _cut_long(text: str, start: int, end: int, max_chars: int) -> list[Span]:
@@ -147,9 +138,24 @@ def chunk_document(
                 text=text,
                 content_hash=text_hash,
                 pages=_pages(document, start, end),
+                segments=_segments(spans[first : last + 1], start),
             )
         )
     return chunks
+
+
+def _segments(spans: list[Span], offset: int) -> list[Segment]:
+    """The chunk's runs under one heading path, its heading lines marked (offsets relative to the chunk)."""
+    segments: list[Segment] = []
+    for span in spans:
+        last = segments[-1] if segments else None
+        if last is not None and not span.heading and not last.heading and last.path == list(span.path):
+            last.end = span.end - offset
+        else:
+            segments.append(
+                Segment(start=span.start - offset, end=span.end - offset, path=list(span.path), heading=span.heading)
+            )
+    return segments
 
 
 def _pages(document: LoadedDocument, start: int, end: int) -> list[int] | None:

@@ -229,6 +229,7 @@ class Ingestor:
                 file_hash=digest,
                 chunk_count=len(chunks),
                 ingested_at=now(),
+                metadata=document.metadata,
             )
             self.kb.catalogue.replace_document(record, chunks)  # 2. commit point
             self._remove_vectors(sorted(old_ids - {c.id for c in chunks}))  # 3. old vectors

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import shutil
 import uuid
@@ -19,19 +20,24 @@ BM25_K1 = 1.5
 BM25_B = 0.75
 META_FILE = "clincite.json"
 POINTER_FILE = "current.json"
+PREFIX_WORDS = 6  # two-character words that stand in for a one-character query word
 KEEP_PREVIOUS = 1  # versions kept besides the current one: a reader may still be loading the one before
 
 
 class BM25Index:
     """A bm25s index over jieba tokens, saved in the KB directory with the chunk ids it covers.
 
-    `method="atire", idf_method="robertson"` ranks exactly like `rank_bm25.BM25Okapi(epsilon=0)`, the reference.
+    Lucene's BM25 (`method="lucene"`): idf = ln(1 + (N − n + 0.5)/(n + 0.5)), positive for every term. Robertson's
+    ln((N − n + 0.5)/(n + 0.5)) is ≤ 0 for a term in half the passages or more: a one-document library (a clinic
+    trying its first guideline) found nothing at all, and the topic word of every topical library ("近视" in a
+    myopia library) counted against a passage. Lucene and Elasticsearch use this form for that reason.
     """
 
     def __init__(self, retriever, chunk_ids: list[str], version: int):
         self._retriever = retriever
         self.chunk_ids = chunk_ids
         self.version = version
+        self._prefix_index: dict[str, list[str]] | None = None
 
     @classmethod
     def build(cls, chunks: Iterable[Chunk], tokenizer: Tokenizer, version: int) -> BM25Index:
@@ -50,7 +56,7 @@ class BM25Index:
             chunk_ids = [c.id for c in chunks]
             for tokens in tokenizer.tokenize_many([c.index_text for c in chunks]):
                 ids.append([vocab.setdefault(t, len(vocab)) for t in tokens])
-        retriever = bm25s.BM25(method="atire", idf_method="robertson", k1=BM25_K1, b=BM25_B)
+        retriever = bm25s.BM25(method="lucene", idf_method="lucene", k1=BM25_K1, b=BM25_B)
         if chunk_ids:
             retriever.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
         return cls(retriever if chunk_ids else None, chunk_ids, version)
@@ -104,14 +110,69 @@ class BM25Index:
         retriever = bm25s.BM25.load(str(folder), mmap=True) if meta["chunk_ids"] else None
         return cls(retriever, meta["chunk_ids"], int(meta["version"]))
 
-    def top_k(self, query_tokens: list[str], k: int, threshold: float) -> list[tuple[str, float]]:
+    @property
+    def size(self) -> int:
+        """How many passages the index holds."""
+        return len(self.chunk_ids)
+
+    def document_frequency(self, token: str) -> int:
+        """In how many passages the token occurs (0: not in this KB at all)."""
+        if self._retriever is None or token not in self._retriever.vocab_dict:
+            return 0
+        index = self._retriever.vocab_dict[token]
+        indptr = self._retriever.scores["indptr"]
+        return int(indptr[index + 1] - indptr[index])
+
+    def idf(self, token: str) -> float:
+        """Lucene's idf of the token in this KB: high for a rare term, near 0 for one in every passage."""
+        n, df = max(self.size, 1), self.document_frequency(token)
+        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    def scores(self, concepts: list[list[list[str]]]) -> np.ndarray | None:
+        """BM25 of every passage for a query given as concepts (`Tokenizer.query_groups`): each concept counts by
+        its best alternative (an alternative: the summed scores of its tokens); concepts add up. None: no term of
+        the query is in the index."""
         if self._retriever is None:
-            return []
+            return None
         vocab = self._retriever.vocab_dict
-        ids = [vocab[t] for t in query_tokens if t in vocab]
-        if not ids:
+        total = None
+        for alternatives in concepts:
+            best = None
+            for tokens in [*alternatives, *self._prefixed(alternatives)]:
+                ids = list(dict.fromkeys(vocab[t] for t in tokens if t in vocab))
+                if not ids:
+                    continue
+                scores = self._retriever.get_scores(ids)
+                best = scores if best is None else np.maximum(best, scores, out=best)
+            if best is not None:
+                total = best if total is None else total + best
+        return total
+
+    def _prefixed(self, alternatives: list[list[str]]) -> list[list[str]]:
+        """A one-character Chinese word (停, 洗, 戴) is rarely a token of the index, which holds 停药, 清洗, 戴镜:
+        the most common two-character tokens that begin with it stand in for it."""
+        out = []
+        for tokens in alternatives:
+            if len(tokens) == 1 and len(tokens[0]) == 1 and "\u4e00" <= tokens[0] <= "\u9fff":
+                out += [[word] for word in self._words_starting(tokens[0])]
+        return out
+
+    def _words_starting(self, char: str) -> list[str]:
+        if self._prefix_index is None:
+            index: dict[str, list[str]] = {}
+            for word in self._retriever.vocab_dict:
+                if len(word) == 2 and "\u4e00" <= word[0] <= "\u9fff":
+                    index.setdefault(word[0], []).append(word)
+            for char_words in index.values():
+                char_words.sort(key=lambda w: -self.document_frequency(w))
+            self._prefix_index = index
+        return self._prefix_index.get(char, [])[:PREFIX_WORDS]
+
+    def top_k(self, concepts: list[list[list[str]]], k: int, threshold: float) -> list[tuple[str, float]]:
+        """The k best passages for a query given as concepts (`Tokenizer.query_groups`)."""
+        scores = self.scores(concepts)
+        if scores is None:
             return []
-        scores = self._retriever.get_scores(ids)
         k = min(k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]

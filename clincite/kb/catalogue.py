@@ -14,7 +14,7 @@ from typing import Any
 
 from clincite.core.migrations import Migrations, apply_sqlite, sqlite_columns
 from clincite.core.naming import remember_title
-from clincite.core.shapes import Chunk, DocumentRecord
+from clincite.core.shapes import Chunk, DocumentRecord, Segment
 
 catalogue_migrations = Migrations("catalogue")
 
@@ -52,13 +52,24 @@ def m002_chunk_pages(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE chunks ADD COLUMN pages TEXT")
 
 
-CHUNK_COLUMNS = 'id, source, title, heading_path, position, start, "end", text, content_hash, pages'
+CHUNK_COLUMNS = 'id, source, title, heading_path, position, start, "end", text, content_hash, pages, segments'
+DOCUMENT_COLUMNS = "source, path, title, file_hash, chunk_count, ingested_at, metadata"
 
 
 @catalogue_migrations
 def m003_documents_by_hash(db: sqlite3.Connection) -> None:
     """Ingest looks documents up by content hash: an identical file is reported as a duplicate of the first."""
     db.execute("CREATE INDEX IF NOT EXISTS documents_file_hash ON documents(file_hash)")
+
+
+@catalogue_migrations
+def m004_structure(db: sqlite3.Connection) -> None:
+    """A chunk's heading lines and sections (JSON list of segments) and a document's metadata (front matter): the
+    structure the loaders know, so nothing downstream re-parses headings from "#"."""
+    if "segments" not in sqlite_columns(db, "chunks"):
+        db.execute("ALTER TABLE chunks ADD COLUMN segments TEXT")
+    if "metadata" not in sqlite_columns(db, "documents"):
+        db.execute("ALTER TABLE documents ADD COLUMN metadata TEXT")
 
 
 class Catalogue:
@@ -90,12 +101,10 @@ class Catalogue:
 
     def documents(self) -> dict[str, DocumentRecord]:
         with self._lock:
-            rows = self._db.execute(
-                "SELECT source, path, title, file_hash, chunk_count, ingested_at FROM documents ORDER BY source"
-            ).fetchall()
+            rows = self._db.execute(f"SELECT {DOCUMENT_COLUMNS} FROM documents ORDER BY source").fetchall()
         for row in rows:
             remember_title(row[0], row[2])
-        return {r[0]: DocumentRecord(**dict(zip(DocumentRecord.model_fields, r))) for r in rows}
+        return {r[0]: _row_to_document(r) for r in rows}
 
     def source_with_hash(self, file_hash: str, other_than: str) -> str | None:
         """A document (other than `other_than`) whose file has exactly this content hash."""
@@ -161,7 +170,7 @@ class Catalogue:
             try:
                 db.execute("DELETE FROM chunks WHERE source=?", (record.source,))
                 db.execute(
-                    "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?)",
+                    f"INSERT OR REPLACE INTO documents ({DOCUMENT_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
                     (
                         record.source,
                         record.path,
@@ -169,10 +178,11 @@ class Catalogue:
                         record.file_hash,
                         record.chunk_count,
                         record.ingested_at,
+                        json.dumps(record.metadata, ensure_ascii=False) if record.metadata else None,
                     ),
                 )
                 db.executemany(
-                    f"INSERT INTO chunks ({CHUNK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    f"INSERT INTO chunks ({CHUNK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     [
                         (
                             c.id,
@@ -185,6 +195,9 @@ class Catalogue:
                             c.text,
                             c.content_hash,
                             json.dumps(c.pages) if c.pages else None,
+                            json.dumps([s.model_dump() for s in c.segments], ensure_ascii=False)
+                            if c.segments
+                            else None,
                         )
                         for c in chunks
                     ],
@@ -215,8 +228,21 @@ class Catalogue:
         )
 
 
+def _row_to_document(row: tuple[Any, ...]) -> DocumentRecord:
+    source, path, title, file_hash, chunk_count, ingested_at, metadata = row
+    return DocumentRecord(
+        source=source,
+        path=path,
+        title=title,
+        file_hash=file_hash,
+        chunk_count=chunk_count,
+        ingested_at=ingested_at,
+        metadata=json.loads(metadata) if metadata else {},
+    )
+
+
 def _row_to_chunk(row: tuple[Any, ...]) -> Chunk:
-    cid, source, title, heading_path, position, start, end, text, chash, pages = row
+    cid, source, title, heading_path, position, start, end, text, chash, pages, segments = row
     remember_title(source, title)
     return Chunk(
         id=cid,
@@ -229,4 +255,5 @@ def _row_to_chunk(row: tuple[Any, ...]) -> Chunk:
         text=text,
         content_hash=chash,
         pages=json.loads(pages) if pages else None,
+        segments=[Segment(**s) for s in json.loads(segments)] if segments else [],
     )

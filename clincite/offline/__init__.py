@@ -1,12 +1,13 @@
 """Offline mode: an honest extractive answerer on typed inputs, behind the same interface as the LLM agents.
 
-    reasoner = OfflineReasoner()            # clincite.question.reasoner.Reasoner, like LLMReasoner
-    ask = analyse("哪些孩子不适合验配角膜塑形镜？")      # topic terms, aspects (禁忌证), follow-up resolution
+    reasoner = OfflineReasoner(stats=searcher.term_stats)   # clincite.question.reasoner.Reasoner, like LLMReasoner
+    ask = analyse("哪些孩子不适合验配角膜塑形镜？")           # content terms, aspects (禁忌证), follow-up resolution
 
-Modules: `lexicon` (aspects and domain terms, lexicon/aspects.json), `questions` (what is asked), `passages` (which
-sentences pass the relevance floor for it), `report` (the extractive report), `reasoner` (the four steps).
-Every sentence it shows is verbatim from a passage that passed the floor; an aspect with none is stated as missing;
-no passage at all means the service abstains.
+Modules: `lexicon` (aspects, question words, domain terms: clincite/text/lexicon/), `questions` (what is asked),
+`relevance` (which passages and which of their units answer it, on the search scores and the KB's idf), `reasoner`
+(the four steps). The report is `clincite.report.extractive`. Every sentence shown is verbatim from a passage that
+passed the judge; a part of the question with none is stated as missing; no passage at all means the service
+abstains.
 """
 
 from clincite.offline.questions import Ask, analyse

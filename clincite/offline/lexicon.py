@@ -1,8 +1,12 @@
-"""The offline answerer's vocabulary: aspects of a clinical question (`lexicon/aspects.json`) and the domain terms.
+"""The offline answerer's vocabulary (`clincite/text/lexicon/aspects.json`): aspects, question words, domain terms.
 
-lex = get_lexicon()
-lex.ask_cues["不适合"]                 # → "禁忌证"
-lex.passage_aspects("以下情况不宜验配")   # → {"禁忌证"}
+    lex = get_lexicon()
+    lex.ask_cues["不适合"]                 # → "禁忌证"
+    lex.passage_aspects("以下情况不宜验配")   # → {"禁忌证"}
+    lex.variants("OK镜")                    # → ["ok镜", "角膜塑形镜", …]
+
+Aspects are a boost to relevance, never a gate: the relevance of a passage rests on the search scores and on how
+much of the question's rare vocabulary it covers (`clincite.offline.relevance`).
 """
 
 from __future__ import annotations
@@ -19,13 +23,22 @@ from clincite.text.tokenizer import LEXICON_DIR, get_tokenizer
 class Lexicon:
     ask_cues: dict[str, str]  # question word → aspect
     passage_cues: dict[str, str]  # heading / sentence word → aspect
-    ignore: list[str]
-    generic: set[str]
+    list_aspects: set[str]  # aspects whose answer is typically a list: every item matters
+    free_aspects: set[str]  # aspects whose wording varies too much for a word list (为什么、是什么、怎么办)
+    function_words: set[str]  # question and framing words: never a search term, never a relevance test
+    generic: set[str]  # words that never identify a topic (weighed low)
+    quantity_words: set[str]  # the question asks for a number
+    joiners: set[str]  # "A和B": the words that join two subjects
+    split_words: set[str]  # "A和B分别…": each subject asked about on its own
     follow_up: list[str]
     demonstratives: set[str]
     not_subjects: set[str]
     entities: set[str] = field(default_factory=set)  # domain terms: synonym groups and the user dictionary
     synonym_groups: list[list[str]] = field(default_factory=list)
+    _cues_by_length: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._cues_by_length = sorted(self.passage_cues, key=len, reverse=True)
 
     @property
     def aspects(self) -> list[str]:
@@ -35,7 +48,7 @@ class Lexicon:
         """The aspects a heading or sentence names, longest cue first (不适合 is 禁忌证, not 适应证)."""
         found: set[str] = set()
         taken = [False] * len(text)
-        for cue in sorted(self.passage_cues, key=len, reverse=True):
+        for cue in self._cues_by_length:
             start = text.find(cue)
             while start >= 0:
                 if not any(taken[start : start + len(cue)]):
@@ -44,8 +57,14 @@ class Lexicon:
                 start = text.find(cue, start + 1)
         return found
 
+    def aspect_of(self, cue: str) -> str:
+        """The aspect a question word asks for ("" when none): exact, else by its ending (激光治疗 → 治疗)."""
+        return self.ask_cues.get(cue) or next(
+            (a for c, a in self.ask_cues.items() if len(c) >= 2 and cue.endswith(c)), ""
+        )
+
     def variants(self, term: str) -> list[str]:
-        """The term and its synonyms (OK镜 → 角膜塑形镜 …), lower-cased."""
+        """The term and its synonyms (OK镜 → 角膜塑形镜 …), lower-cased, the term first."""
         lowered = term.lower()
         out = [lowered]
         for group in self.synonym_groups:
@@ -70,8 +89,13 @@ def load_lexicon(lexicon_dir: Path = LEXICON_DIR) -> Lexicon:
     return Lexicon(
         ask_cues=ask,
         passage_cues=passage,
-        ignore=sorted(raw["ignore"], key=len, reverse=True),
+        list_aspects={name for name, cues in raw["aspects"].items() if cues.get("list")},
+        free_aspects=set(raw["free_aspects"]),
+        function_words=set(raw["function_words"]),
         generic=set(raw["generic"]),
+        quantity_words=set(raw["quantity_words"]),
+        joiners=set(raw["comparison_joiners"]),
+        split_words=set(raw["split_words"]),
         follow_up=sorted(raw["follow_up"], key=len, reverse=True),
         demonstratives=set(raw["demonstratives"]),
         not_subjects=set(raw["not_subjects"]),

@@ -1,8 +1,14 @@
-"""What a question asks, as data: its topic terms, the aspects it asks about, and the topic a follow-up refers to.
+"""What a question asks, as data: its content terms, the aspects it asks about, and the subject a follow-up means.
 
-ask = analyse("哪些孩子不适合验配角膜塑形镜？")
-ask.terms, ask.aspects, ask.subject        # ['验配', '角膜塑形镜'], ['禁忌证'], '角膜塑形镜'
-analyse("那它的感染风险怎么预防？", previous=["哪些孩子不适合验配角膜塑形镜？"]).subject   # '角膜塑形镜'
+    ask = analyse("哪些孩子不适合验配角膜塑形镜？")
+    [t.text for t in ask.terms], ask.aspects         # ['孩子', '验配', '角膜塑形镜'], ['禁忌证']
+    analyse("那副作用呢？", previous=["低浓度阿托品的效果如何？"]).subject      # '低浓度阿托品'
+    analyse("补充维生素D有用吗？", previous=["红光治疗安全吗？"]).follow_up    # False: 维生素D is a subject
+
+Function words of a question (分别、哪些、是什么、吗、呢 …) never become terms: they reach no search and no relevance
+test. Words that ask for an aspect (副作用、禁忌证、为什么 …) are aspects, a boost to relevance. Everything else is a
+content term — a word the lexicon does not know included: an unknown word is a subject of its own, so a question
+with one is never read as a follow-up of the last one.
 """
 
 from __future__ import annotations
@@ -13,88 +19,137 @@ from dataclasses import dataclass, field
 from clincite.offline.lexicon import Lexicon, get_lexicon
 from clincite.text.tokenizer import get_tokenizer
 
-SHORT_QUESTION = 12  # characters: a question this short with no subject of its own continues the previous one
-TRAILING = "？?。！!，, "
-PARTICLES = ("呢", "吗", "吧", "啊", "呀")
+TRAILING = "？?。！!，,、 ；;：:"
+PARTICLES = ("吗", "呢", "吧", "啊", "呀")
+SWITCH_WORDS = {"那", "那么", "还有", "另外"}
+OWNERS = {
+    "我",
+    "我的",
+    "孩子",
+    "他",
+    "她",
+    "患者",
+    "病人",
+    "家长说",
+}  # "那HAL呢？": the previous question, asked of a new subject
+SHORT_FOLLOW_UP = 12  # characters: a question this short without a subject of its own continues the last one
 _PUNCT = re.compile(r"^[\W_]+$")
+_ASKS_NUMBER = re.compile(r"^(?:多少|多久|多长|几[个次天日周月年岁级针点度])")
+_NUMBER_SPLIT = re.compile(r"(\d+(?:\.\d+)?\s*[%％]?)")
+_LETTER_TAIL = re.compile(r"^[A-Z]\d?$")  # 维生素 + D, 维生素 + B12 is not one (B12 keeps its own token)
+
+
+@dataclass
+class Term:
+    text: str
+    variants: list[str]  # lower-cased: the term and its synonyms
+    entity: bool = False  # a domain term of the lexicon
+    generic: bool = False  # never identifies a topic on its own (孩子, 方法): weighed low
+    inherited: bool = False  # the previous question's subject, for a follow-up
 
 
 @dataclass
 class Ask:
     question: str  # as asked
-    resolved: str  # with the previous topic in place of 它/那/其 and without question marks
-    terms: list[str] = field(default_factory=list)  # every content term; a passage must cover them (see passages)
-    entities: list[str] = field(default_factory=list)  # the terms that are domain terms of the lexicon
+    resolved: str  # the previous subject in place of 它/那…, without question marks
+    terms: list[Term] = field(default_factory=list)
     aspects: list[str] = field(default_factory=list)
     cues: list[str] = field(default_factory=list)  # the words the question used for its aspects (复查, 不适合)
-    inherited: str = ""  # the previous question's topic, for a follow-up
+    wants_number: bool = False  # 多久、多少、几岁 …
+    follow_up: bool = False
+    joined: bool = False  # "A和B": two subjects joined
+    each: bool = False  # "分别、各自": every subject (or aspect) answered on its own
+
+    @property
+    def subjects(self) -> list[Term]:
+        """The terms that name what is asked about: domain terms, else every non-generic term."""
+        specific = [t for t in self.terms if not t.generic]
+        return [t for t in specific if t.entity] or specific
 
     @property
     def subject(self) -> str:
-        """The most specific domain term (the longest), else the terms as written: what titles name."""
-        if self.entities:
-            return max(self.entities, key=len)
-        return "".join(self.terms) or self.resolved
+        """The most specific subject (the longest domain term), else the content words as written: what titles use."""
+        subjects = self.subjects
+        if subjects:
+            return max(subjects, key=lambda t: (t.entity, len(t.text))).text
+        return "".join(t.text for t in self.terms) or self.resolved
 
-    @property
-    def others(self) -> list[str]:
-        return [t for t in self.terms if t != self.subject]
+    def search_text(self, aspect: str = "", subjects: list[Term] | None = None) -> str:
+        """What search gets: content terms (subjects first), the aspect and the question's own words for it."""
+        chosen = subjects if subjects is not None else self.terms
+        words = [t.text for t in chosen]
+        if subjects is not None:
+            words += [t.text for t in self.terms if t not in self.subjects]
+        if aspect:
+            lex = get_lexicon()
+            words += [aspect] + [c for c in self.cues if lex.aspect_of(c) == aspect and c != aspect]
+        return " ".join(dict.fromkeys(w for w in words if w)) or self.resolved
 
-    def sub_query_texts(self) -> list[tuple[str, str]]:
-        """(search text, aspect) per aspect asked, or the resolved question when it names no aspect."""
-        if not self.aspects:
-            return [(self.resolved, "")]
-        if len(self.aspects) == 1:  # the question as asked searches best; the aspect's name is added when absent
-            aspect = self.aspects[0]
-            return [(self.resolved if aspect in self.resolved else f"{self.resolved} {aspect}", aspect)]
-        out = []
-        for aspect in self.aspects:
-            # The question's own words go to the search too: the guideline may say 复查 where the aspect is 随访.
-            words = [c for c in self.cues if self._aspect_of(c) == aspect and c != aspect] + self.others
-            out.append((f"{self.subject}的{aspect}" + (f" {' '.join(words)}" if words else ""), aspect))
-        return out
-
-    @staticmethod
-    def _aspect_of(cue: str) -> str:
-        lex = get_lexicon()
-        return lex.ask_cues.get(cue) or next((a for c, a in lex.ask_cues.items() if cue.endswith(c)), "")
+    def sub_queries(self) -> list[tuple[str, str, list[Term] | None]]:
+        """(search text, aspect, subjects) per part of the question: one per aspect when several are asked, one per
+        subject for "A和B有什么区别 / 分别…", else the question as one."""
+        if len(self.aspects) >= 2:
+            return [(self.search_text(aspect), aspect, None) for aspect in self.aspects]
+        subjects = self.subjects
+        if self.joined and len(subjects) >= 2 and (self.each or "区别" in self.aspects):
+            aspect = self.aspects[0] if self.aspects else ""
+            return [(self.search_text(aspect, [s]), aspect, [s]) for s in subjects]
+        aspect = self.aspects[0] if self.aspects else ""
+        return [(self.search_text(aspect), aspect, None)]
 
 
 def analyse(question: str, previous: list[str] | None = None, lexicon: Lexicon | None = None) -> Ask:
     """Analyse a question; `previous` are the earlier user questions of the chat, oldest first."""
     lex = lexicon or get_lexicon()
     text = question.strip().strip(TRAILING)
-    while text.endswith(PARTICLES) and len(text) > 1:
+    while text.endswith(PARTICLES) and len(text) > 1:  # 有用吗 → 有用: a particle glued to the last word
         text = text[:-1].rstrip(TRAILING)
-    cleaned = text
-    for phrase in lex.ignore:
-        cleaned = cleaned.replace(phrase, " ")
-    tokens = _merge(_words(cleaned), lex)
-    terms, cues, marker = _classify(tokens, lex)
-    aspects = [lex.ask_cues.get(c) or next(a for k, a in lex.ask_cues.items() if c.endswith(k)) for c in cues]
-    ask = Ask(
-        question=question,
-        resolved=text,
-        terms=terms,
-        aspects=list(dict.fromkeys(aspects)),
-        cues=list(dict.fromkeys(cues)),
-    )
-    ask.entities = [t for t in terms if t.lower() in lex.entities]
-    if previous and _continues(ask, marker, text, lex):
+    tokens = _merge(_words(text), lex)
+    ask = Ask(question=question, resolved=text)
+    marker = _classify(ask, tokens, lex)
+    if not previous:
+        return ask
+    own_subject = _has_specific(ask.terms, lex)
+    if marker == "refer" or (not own_subject and (marker or ask.aspects or _short(text))):
         before = analyse(previous[-1], previous[:-1], lex)
-        ask.inherited = before.subject
-        ask.terms = [before.subject, *[t for t in ask.terms if t != before.subject]]
-        ask.entities = [before.subject, *[t for t in ask.entities if t != before.subject]]
-        ask.resolved = before.subject + _strip_markers(text, lex)
+        _inherit_subject(ask, before, text, lex)
+    elif marker == "switch" and own_subject and not ask.aspects:  # 那HAL呢？ the same question of a new subject
+        before = analyse(previous[-1], previous[:-1], lex)
+        ask.aspects, ask.cues, ask.follow_up = list(before.aspects), list(before.cues), True
     return ask
 
 
+def _inherit_subject(ask: Ask, before: Ask, text: str, lex: Lexicon) -> None:
+    """它/其/这种…, or no subject of its own (那副作用呢？): the previous question's subject is this one's too."""
+    inherited = [Term(t.text, t.variants, t.entity, t.generic, inherited=True) for t in before.subjects]
+    if not inherited:
+        return
+    own = {t.text for t in ask.terms}
+    ask.terms = [*[t for t in inherited if t.text not in own], *ask.terms]
+    ask.follow_up = True
+    ask.resolved = before.subject + _strip_markers(text, lex)
+    if not ask.aspects and not _has_specific([t for t in ask.terms if not t.inherited], lex):
+        ask.aspects, ask.cues = list(before.aspects), list(before.cues)  # 停药后呢？ asks what the last one asked
+
+
+def _short(text: str) -> bool:
+    return len(text) <= SHORT_FOLLOW_UP
+
+
 def _words(text: str) -> list[str]:
-    return [w for w in get_tokenizer().words(text) if w.strip() and not _PUNCT.match(w)]
+    """jieba's words, numbers kept whole (0.01%, 1.3375: jieba would cut them at the point)."""
+    words: list[str] = []
+    for piece in _NUMBER_SPLIT.split(text):
+        if _NUMBER_SPLIT.fullmatch(piece):
+            words.append(piece)
+        elif piece:
+            words += [w for w in get_tokenizer().words(piece) if w.strip() and not _PUNCT.match(w)]
+    return words
 
 
 def _merge(words: list[str], lex: Lexicon) -> list[str]:
-    """Join neighbouring words that form one lexicon term or cue (重复低强度红光 + 治疗, 不 + 适合)."""
+    """Join neighbouring words that form one lexicon term or cue (重复低强度红光 + 治疗, 不 + 适合), and a capital
+    letter written onto a word (维生素 + D)."""
     out, i = [], 0
     while i < len(words):
         for j in range(min(len(words), i + 4), i + 1, -1):
@@ -104,42 +159,66 @@ def _merge(words: list[str], lex: Lexicon) -> list[str]:
                 i = j
                 break
         else:
-            out.append(words[i])
+            word = words[i]
+            if out and _LETTER_TAIL.match(word) and len(out[-1]) >= 2 and not out[-1].isascii():
+                out[-1] += word
+            else:
+                out.append(word)
             i += 1
     return out
 
 
-def _classify(tokens: list[str], lex: Lexicon) -> tuple[list[str], list[str], bool]:
-    terms, aspects, marker, skip = [], [], False, False
+def _classify(ask: Ask, tokens: list[str], lex: Lexicon) -> str:
+    """Sort tokens into terms, aspect cues and function words. Returns how the question points back: "refer"
+    (它、其、这种… name the previous subject), "switch" (那、还有… move to a new one) or ""."""
+    stopwords = get_tokenizer().stopwords
+    marker, skip = "", False
     for index, token in enumerate(tokens):
         if skip:
             skip = False
             continue
+        lowered = token.lower()
+        if token in lex.quantity_words or _ASKS_NUMBER.match(token):
+            ask.wants_number = True
         if token in lex.follow_up:
-            marker = True
+            marker = marker or ("switch" if token in SWITCH_WORDS else "refer")
             following = tokens[index + 1] if index + 1 < len(tokens) else ""
-            # 这种治疗 / 该药: the noun after a demonstrative names the previous topic, not an aspect.
-            skip = token in lex.demonstratives and bool(following) and following not in lex.generic
+            # 这种治疗 / 该药: the noun after a demonstrative names the previous topic, not a subject of its own.
+            skip = token in lex.demonstratives and bool(following) and following not in lex.ask_cues
+            continue
+        if token in lex.joiners:
+            ask.joined = True
+            continue
+        if token in lex.split_words:
+            ask.each = True
             continue
         if token in lex.ask_cues:
-            aspects.append(token)
+            _add_cue(ask, token, lex)
             continue
         cue = next((c for c in lex.ask_cues if len(c) >= 2 and token.endswith(c) and len(token) > len(c)), None)
-        if cue and token.lower() not in lex.entities:  # 激光治疗 → 激光 + the aspect 治疗
-            aspects.append(cue)
-            token = token[: -len(cue)]
-        if token in lex.generic or token in get_tokenizer().stopwords:
+        if cue and lowered not in lex.entities:  # 激光治疗 → 激光 + the aspect 治疗
+            _add_cue(ask, cue, lex)
+            token, lowered = token[: -len(cue)], token[: -len(cue)].lower()
+        if not token or token in lex.function_words or token in stopwords or lowered in stopwords:
             continue
-        terms.append(token)
-    return list(dict.fromkeys(terms)), aspects, marker
+        if any(t.text == token for t in ask.terms):
+            continue
+        ask.terms.append(Term(token, lex.variants(token), entity=lowered in lex.entities, generic=token in lex.generic))
+    if ask.joined and len(ask.subjects) < 2:
+        ask.joined = False
+    return marker
 
 
-def _continues(ask: Ask, marker: bool, text: str, lex: Lexicon) -> bool:
-    """A follow-up: it refers back (它/那/其…), or it is short and names no subject of its own (停药后会反弹吗)."""
-    if marker:
-        return True
-    subjects = [t for t in ask.entities if t not in lex.not_subjects]
-    return not subjects and len(text) <= SHORT_QUESTION
+def _add_cue(ask: Ask, cue: str, lex: Lexicon) -> None:
+    aspect = lex.aspect_of(cue)
+    if aspect and aspect not in ask.aspects:
+        ask.aspects.append(aspect)
+    if cue not in ask.cues:
+        ask.cues.append(cue)
+
+
+def _has_specific(terms: list[Term], lex: Lexicon) -> bool:
+    return any(not t.generic and t.text.lower() not in lex.not_subjects for t in terms)
 
 
 def _strip_markers(text: str, lex: Lexicon) -> str:

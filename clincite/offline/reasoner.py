@@ -1,46 +1,47 @@
 """OfflineReasoner: the four reasoning steps without a language model, on typed data (the `Reasoner` interface of
 `clincite.question.reasoner`).
 
-- decompose: one sub-query per aspect asked ("角膜塑形镜的禁忌证"), follow-ups resolved to the previous topic;
-- judge: the sections of the hits that pass the relevance floor for the sub-query's terms and aspect (passages.py);
-- sufficiency: sufficient when every aspect found evidence; otherwise one more search per missing aspect, with that
-  aspect's passage words;
-- answer: the extractive report (report.py).
-It records no token usage: there are no model calls to count.
+    reasoner = OfflineReasoner(stats=searcher.term_stats)       # idf of the KB being served, per question
+
+- decompose: the question's parts ("低浓度阿托品的效果和副作用分别是什么" → one per aspect; "DIMS和HAL有什么区别" →
+  one per subject), function words left out; a follow-up resolved to the previous subject;
+- judge: `clincite.offline.relevance` — passages and their units scored on the search scores, the question's
+  idf-weighted terms and the aspect asked; every extract verbatim, with the reason it was kept (`ExtractBasis`);
+- sufficiency: sufficient when every part found evidence; otherwise one more search per missing aspect, with that
+  aspect's usual wording;
+- answer: the extractive report (`clincite.report.extractive`).
+Nothing is kept between questions: each step re-reads the question it is given. It records no token usage.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from clincite.core.naming import display_source
 from clincite.core.shapes import (
     ChatTurn,
+    ExtractBasis,
     ExtractDraft,
     Hit,
     JudgeOutput,
     Mode,
-    RelevantExtract,
     SubQuery,
     SubQueryAnalysis,
     SubQueryDraft,
     SufficiencyOutput,
 )
 from clincite.offline.lexicon import get_lexicon
-from clincite.offline.passages import Candidate, candidates
 from clincite.offline.questions import Ask, analyse
-from clincite.report.extractive import Basis, extractive_report
+from clincite.offline.relevance import Evidence, Part, TermStats, judge
+from clincite.report.extractive import extractive_report
 
 OFFLINE_NOTICE = "离线演示模式：未配置大语言模型 API Key，以下内容由规则从知识库原文中逐字抽取拼接而成，未经模型归纳。"
 STREAM_PIECE = 12  # characters per streamed piece of the report
-MAX_EXTRACTS = 2
-RELATIVE_FLOOR = 0.6  # an extract scoring below this share of the best one for its sub-query is left out
-BASIS_CACHE = 4096
 GENERAL_FOCUS = "综合"
 STAGE2_CUES = 4
+SEARCH_DEPTH = 12  # passages per retriever: the offline judge is cheap, and reading more finds what ranks lower
 
 
 def previous_questions(history: list[ChatTurn]) -> list[str]:
@@ -49,11 +50,17 @@ def previous_questions(history: list[ChatTurn]) -> list[str]:
 
 class OfflineReasoner:
     mode: Mode = "offline"
+    search_depth = SEARCH_DEPTH
 
-    def __init__(self, max_sub_queries: int = 5, notice: str = OFFLINE_NOTICE):
+    def __init__(
+        self,
+        max_sub_queries: int = 5,
+        notice: str = OFFLINE_NOTICE,
+        stats: Callable[[], TermStats | None] | None = None,
+    ):
         self.max_sub_queries = max_sub_queries
         self.notice = notice
-        self._basis: OrderedDict[tuple[str, str], Basis] = OrderedDict()
+        self._stats = stats or (lambda: None)
 
     async def open_connection(self) -> None:
         return None
@@ -91,33 +98,30 @@ class OfflineReasoner:
     def plan(self, question: str, history: list[ChatTurn]) -> list[SubQueryDraft]:
         ask = analyse(question, previous_questions(history))
         return [
-            SubQueryDraft(text=text, focus=aspect or GENERAL_FOCUS)
-            for text, aspect in ask.sub_query_texts()[: self.max_sub_queries]
+            SubQueryDraft(text=text, focus=_focus(aspect, subjects))
+            for text, aspect, subjects in ask.sub_queries()[: self.max_sub_queries]
         ]
 
     def assess(self, sub_query: SubQuery, question: str, history: list[ChatTurn], hits: list[Hit]) -> JudgeOutput:
-        # The question itself (q0) is judged as the user meant it, follow-up resolved; a sub-query as written.
-        ask = analyse(question, previous_questions(history)) if sub_query.id == "q0" else analyse(sub_query.text)
-        picked = self._pick(candidates(ask, hits))
-        for candidate in picked:
-            self._remember(candidate, ask)
-        extracts = [
-            ExtractDraft(chunk_id=c.section.hit.chunk_id, source=c.section.hit.source, text=c.text) for c in picked
-        ]
-        if not picked:
+        ask = analyse(question, previous_questions(history))
+        part = self._part(ask, sub_query)
+        found = judge(ask, part, hits, self._stats())
+        if not found:
             return JudgeOutput(
                 extracts=[],
                 confidence="low",
-                missing=[sub_query.focus or sub_query.text],
-                sub_answer=f"候选片段中没有同时涉及“{ask.subject}”与所问方面的内容。",
+                missing=[sub_query.focus if sub_query.focus not in ("", GENERAL_FOCUS, "原问题") else sub_query.text],
+                sub_answer=f"候选片段中没有回答“{_asked(ask, part)}”的内容。",
             )
-        best = picked[0]
-        where = " > ".join(best.section.path) or best.section.hit.title
+        best = found[0]
         return JudgeOutput(
-            extracts=extracts,
-            confidence="high" if best.by_heading else "medium",
+            extracts=[
+                ExtractDraft(chunk_id=e.hit.chunk_id, source=e.hit.source, text=e.text, basis=_basis(ask, part, e))
+                for e in found
+            ],
+            confidence="high" if best.by_heading or best.aspect else "medium",
             missing=[],
-            sub_answer=f"见“{display_source(best.section.hit.source)}”的“{where}”一节。",
+            sub_answer=f"见《{display_source(best.hit.source)}》“{_where(best)}”。",
         )
 
     def verdict(self, analyses: list[SubQueryAnalysis], limit: int) -> SufficiencyOutput:
@@ -129,7 +133,7 @@ class OfflineReasoner:
                 sufficient=True,
                 confidence="high" if own else "medium",
                 covered_aspects=covered,
-                reasoning="离线规则：每个所问方面都找到了通过相关性下限的原文。",
+                reasoning="离线规则：问题的每个部分都找到了通过相关性判断的原文。",
             )
         extra = [
             SubQueryDraft(text=self._broader(a.sub_query.text, a.sub_query.focus), focus=a.sub_query.focus)
@@ -142,69 +146,65 @@ class OfflineReasoner:
             covered_aspects=covered,
             missing_key_aspects=names,
             additional_sub_queries=extra,
-            reasoning="离线规则：以下方面没有找到通过相关性下限的原文，用该方面的常见说法再检索一次。",
+            reasoning="离线规则：以下部分没有找到通过相关性判断的原文，用该方面的常见说法再检索一次。",
         )
 
     def report(self, analyses: list[SubQueryAnalysis], gaps: list[str], notice: str | None = None) -> str:
-        return extractive_report(analyses, gaps, self.basis_of, self.notice if notice is None else notice)
+        return extractive_report(analyses, gaps, self.notice if notice is None else notice)
 
     # --- helpers ---
     @staticmethod
-    def _pick(found: list[Candidate]) -> list[Candidate]:
-        picked: list[Candidate] = []
-        if any(c.about for c in found):  # sections about the subject beat sections that only mention it
-            found = [c for c in found if c.about]
-        for candidate in found:
-            if picked and candidate.score < RELATIVE_FLOOR * picked[0].score:
-                break
-            same_section = any(
-                p.section.hit.chunk_id == candidate.section.hit.chunk_id
-                and p.section.path == candidate.section.path
-                and p.aspect == candidate.aspect
-                for p in picked
-            )
-            if not same_section and candidate.text not in {p.text for p in picked}:
-                picked.append(candidate)
-            if len(picked) == MAX_EXTRACTS:
-                break
-        return picked
+    def _part(ask: Ask, sub_query: SubQuery) -> Part:
+        """The part of the question a sub-query stands for (q0: the whole question)."""
+        if sub_query.id == "q0":
+            return Part(ask.resolved, list(ask.aspects))
+        for text, aspect, subjects in ask.sub_queries():
+            if text == sub_query.text:
+                return Part(text, [aspect] if aspect else [], subjects)
+        aspect = sub_query.focus if sub_query.focus in get_lexicon().aspects else ""
+        return Part(sub_query.text, [aspect] if aspect else list(ask.aspects))
 
     @staticmethod
     def _broader(text: str, focus: str) -> str:
         lex = get_lexicon()
         cues = [cue for cue, aspect in lex.passage_cues.items() if aspect == focus][:STAGE2_CUES]
-        return f"{text} {' '.join(cues)}".strip()
+        return f"{text} {' '.join(c for c in cues if c not in text)}".strip()
 
-    def _remember(self, candidate: Candidate, ask: Ask) -> None:
-        section = candidate.section
-        where = " > ".join(section.path) or section.hit.title
-        if candidate.aspect:
-            title = f"{ask.subject}的{candidate.aspect}"
-            how = (
-                f"该节标题即对应所问的“{candidate.aspect}”。"
-                if candidate.by_heading
-                else f"该句直接写到“{candidate.aspect}”相关内容。"
-            )
-        else:
-            title = f"{ask.subject}：{section.path[-1]}" if section.path else ask.subject
-            how = "该节讨论了问题所问的内容。" if candidate.by_heading else "该句含有问题中的关键词。"
-        key = (section.hit.chunk_id, candidate.text)
-        self._basis[key] = Basis(title=title, explanation=f"原文位于“{where}”一节；{how}")
-        self._basis.move_to_end(key)
-        while len(self._basis) > BASIS_CACHE:
-            self._basis.popitem(last=False)
 
-    def basis_of(self, extract: RelevantExtract, analysis: SubQueryAnalysis) -> Basis:
-        known = self._basis.get((extract.chunk_id, extract.text))
-        if known:
-            return known
-        # Extracts this reasoner did not judge (the LLM path's first-token fallback): say what the judge said.
-        title = (
-            analysis.sub_query.focus
-            if analysis.sub_query.focus not in ("", GENERAL_FOCUS, "原问题")
-            else analysis.sub_query.text.rstrip("？?。")
-        )
-        explanation = analysis.sub_answer.strip() or f"相关性判断认为该段原文回答了“{analysis.sub_query.text}”。"
-        # 《》 marks the source line of an evidence item: inside the 说明 it would be read as the source.
-        explanation = explanation.replace("《", "“").replace("》", "”").replace("\n", " ")
-        return Basis(title=title, explanation=explanation[:200])
+def _focus(aspect: str, subjects) -> str:
+    if subjects:
+        return "、".join(s.text for s in subjects) + (f"的{aspect}" if aspect else "")
+    return aspect or GENERAL_FOCUS
+
+
+def _asked(ask: Ask, part: Part) -> str:
+    subject = "、".join(s.text for s in part.subjects) if part.subjects else ask.subject
+    return f"{subject}的{'、'.join(part.aspects)}" if part.aspects else subject
+
+
+def _where(evidence: Evidence) -> str:
+    return " > ".join(evidence.path) or evidence.hit.title
+
+
+def _basis(ask: Ask, part: Part, evidence: Evidence) -> ExtractBasis:
+    """The evidence item's title and 说明: where the passage stands and why it was kept (not filler)."""
+    subject = "、".join(s.text for s in part.subjects) if part.subjects else ask.subject
+    title = (
+        f"{subject}的{evidence.aspect}"
+        if evidence.aspect
+        else (f"{subject}：{evidence.path[-1]}" if evidence.path else subject)
+    )
+    reasons = []
+    if evidence.aspect and evidence.by_heading:
+        reasons.append(f"该节标题即对应所问的“{evidence.aspect}”")
+    elif evidence.aspect:
+        reasons.append(f"原文直接写到“{evidence.aspect}”相关内容")
+    if evidence.matched:
+        reasons.append("包含问题中的关键词" + "、".join(f"“{m}”" for m in evidence.matched[:4]))
+    if evidence.kind == "list":
+        reasons.append("整条列表原样列出")
+    elif evidence.kind == "row":
+        reasons.append("为表格中的对应一行（含列名）")
+    where = f"原文位于“{_where(evidence)}”"
+    explanation = "；".join([where, *reasons]) + "。"
+    return ExtractBasis(title=title, explanation=explanation.replace("《", "“").replace("》", "”"))

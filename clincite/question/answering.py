@@ -1,6 +1,6 @@
 """The answer stage: the report streamed through the speculation gate, with fallbacks that never lose evidence.
 
-- No token within ANSWER_FIRST_TOKEN_BUDGET seconds (LLM mode): the extractive report of `clincite.offline`,
+- No token within ANSWER_FIRST_TOKEN_BUDGET seconds (LLM mode): the extractive report (`clincite.report.extractive`),
   every sentence verbatim from the judged extracts, marked as degraded.
 - Generation fails before its first token: the evidence found, verbatim; fails midway: what streamed so far plus the
   sources. All of them are visible as a `DegradedEvent`.
@@ -11,13 +11,12 @@ from __future__ import annotations
 import asyncio
 import re
 
-from clincite.core.naming import display_source
 from clincite.core.shapes import STAGE_LABELS, AnswerToken, StageStarted, SubQueryAnalysis
-from clincite.offline import OfflineReasoner
 from clincite.question.run import QuestionRun
 from clincite.question.speculation import AnswerGate
 from clincite.question.stages import Deps
-from clincite.report.citations import format_evidence_item
+from clincite.report.extractive import evidence_items, extractive_report
+from clincite.report.format import sources_section
 
 FALLBACK_PIECE = 40  # characters per token event of a fallback section
 MIDWAY_NOTICE = "\n\n> ⚠️ 回答生成中途中断，以上为已生成的部分；以下列出已检索到的原文来源。\n\n"
@@ -114,7 +113,7 @@ def _emit_pieces(run: QuestionRun, text: str) -> None:
 
 def _extractive(run: QuestionRun, analyses: list[SubQueryAnalysis], gaps: list[str], exc: FirstTokenLate) -> str:
     run.degrade("answer", "回答模型首字过慢：已改为从原文逐字抽取的报告。", exc)
-    report = OfflineReasoner(notice=LATE_NOTICE.format(budget=exc.budget)).report(analyses, gaps)
+    report = extractive_report(analyses, gaps, LATE_NOTICE.format(budget=exc.budget))
     _emit_pieces(run, report)
     return report
 
@@ -126,29 +125,9 @@ def _fallback(run: QuestionRun, analyses: list[SubQueryAnalysis], text: str, exc
     else:
         notice = FAILED_NOTICE
         run.degrade("answer", "回答生成失败：已改为直接列出检索到的原文证据。", exc)
-    tail = notice + sources_section(analyses, first_number=_last_marker(text) + 1)
+    tail = notice + sources_section(evidence_items(analyses, first_number=_last_marker(text) + 1))
     _emit_pieces(run, tail)
     return tail
-
-
-def sources_section(analyses: list[SubQueryAnalysis], first_number: int = 1) -> str:
-    """The evidence found so far as report items: what a clinician gets when answer generation fails."""
-    items, seen = [], set()
-    for analysis in analyses:
-        for extract in analysis.extracts:
-            if (extract.chunk_id, extract.text) in seen:
-                continue
-            seen.add((extract.chunk_id, extract.text))
-            items.append(
-                format_evidence_item(
-                    first_number + len(items),
-                    analysis.sub_query.text,
-                    "检索并判断为相关的原文。",
-                    display_source(extract.source),
-                    extract.text,
-                )
-            )
-    return "### 已找到的来源\n" + ("\n\n".join(items) if items else "无") + "\n"
 
 
 def _last_marker(text: str) -> int:

@@ -121,9 +121,11 @@ class LLMReasoner:
             usage("answer_generation", stream.usage)
 
 
-def build_reasoner(settings: Settings) -> Reasoner:
+def build_reasoner(settings: Settings, term_stats: Callable[[], object] | None = None) -> Reasoner:
+    """The LLM agents with a key; without one, the offline answerer, weighing terms by `term_stats()` (the served
+    KB's BM25 index)."""
     if settings.offline:
         from clincite.offline import OfflineReasoner
 
-        return OfflineReasoner(settings.max_sub_queries)
+        return OfflineReasoner(settings.max_sub_queries, stats=term_stats)
     return LLMReasoner(build_agents(settings))

@@ -48,7 +48,8 @@ from clincite.question.stages import (
     search,
     search_and_judge,
 )
-from clincite.report.coverage import abstention_report, assess, evidence_gaps
+from clincite.report.coverage import assess, evidence_gaps
+from clincite.report.format import abstention_report
 from clincite.retrieval.search import HybridSearcher
 
 OFFLINE_BANNER = "离线演示模式：未配置大语言模型，回答由规则从原文抽取拼接，仅供演示。"
@@ -78,7 +79,7 @@ class TwoStageQueryService:
     def reasoner(self) -> Reasoner:
         # Built on first use, inside the running event loop: the HTTP client belongs to that loop.
         if self._reasoner is None:
-            self._reasoner = build_reasoner(self.settings)
+            self._reasoner = build_reasoner(self.settings, self.searcher.term_stats)
         return self._reasoner
 
     @reasoner.setter

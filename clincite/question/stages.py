@@ -93,7 +93,8 @@ async def search(deps: Deps, run: QuestionRun, sub_queries: list[SubQuery], stag
         run.search_announced = True
         run.emit(StageStarted(stage="search", label=STAGE_LABELS["search"]))
     searcher = deps.searcher
-    results = await searcher.search_many([sq.text for sq in sub_queries])
+    depth = getattr(deps.reasoner, "search_depth", None)  # the offline judge reads deeper than an LLM can afford
+    results = await searcher.search_many([sq.text for sq in sub_queries], depth=depth)
     degradation = getattr(results, "degradation", None)  # what failed during this very call (SearchResults)
     if (searcher.bm25_only or degradation is not None) and "bm25_only" not in run.notices_sent:
         run.notices_sent.add("bm25_only")
@@ -155,7 +156,8 @@ def to_analysis(sub_query: SubQuery, output: JudgeOutput, hits: list[Hit]) -> Su
         for hit in candidates:
             text = snap_to_chunk(draft.text, _as_chunk(hit))
             if text:
-                extracts.append(RelevantExtract(source=hit.source, chunk_id=hit.chunk_id, text=text))
+                basis = draft.basis if text == draft.text else None  # a snapped extract is no longer what it explained
+                extracts.append(RelevantExtract(source=hit.source, chunk_id=hit.chunk_id, text=text, basis=basis))
                 break
         else:
             log.info("Dropped an extract not found in its fragment: %.60s", draft.text)

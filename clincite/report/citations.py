@@ -1,15 +1,8 @@
-"""The report format and its citation check.
+"""Reading a report's citations back and checking them (the format itself: `clincite.report.format`).
 
-The answer generator writes evidence items as
-
-    **【1】论据标题**
-    说明：……
-    来源：《来源文件名》
-    原文：“逐字原文”
-
-`parse_citations` reads them back; `verify_citations` looks every quote up in the chunks of the source it names,
-after normalising whitespace, full/half-width punctuation and Markdown emphasis. A quote that is not found stays in the
-report but carries `verified=False`, and every renderer flags it.
+`parse_citations` reads the evidence items back; `verify_citations` looks every quote up in the chunks of the source
+it names, after normalising whitespace, full/half-width punctuation and Markdown emphasis. A quote that is not found
+stays in the report but carries `verified=False`, and every renderer flags it.
 """
 
 from __future__ import annotations
@@ -74,11 +67,6 @@ def parse_citations(answer: str) -> list[Citation]:
             )
         )
     return citations
-
-
-def format_evidence_item(number: int, title: str, explanation: str, source: str, quote: str) -> str:
-    """One evidence item of the 论据与来源 section, exactly as the answer prompt asks the LLM to write it."""
-    return f"**【{number}】{title}**\n说明：{explanation}\n来源：《{source}》\n原文：“{quote}”"
 
 
 def find_quote(quote: str, chunks: list[Chunk]) -> Chunk | None:

@@ -1,8 +1,7 @@
-"""Coverage: what the evidence answers, what it does not, and the plain report when the KB has nothing on the question.
+"""Coverage: what the evidence answers and what it does not (the words for it: `clincite.report.format`).
 
     gaps = evidence_gaps(run.analyses, run.verdict)      # aspects nobody found evidence for
     coverage = assess(run.analyses, gaps)                # answered | partial | no_evidence (shapes.Coverage)
-    text = abstention_report(question, searched, closest_documents)
 
 A sub-query counts as covered when its judge kept at least one verbatim extract. After stage 2, a missing key aspect
 of the sufficiency verdict stays a gap unless a stage-2 sub-query aimed at it (sharing at least half of the aspect's
@@ -11,12 +10,8 @@ character pairs) found evidence.
 
 from __future__ import annotations
 
-from clincite.core.naming import display_source
 from clincite.core.shapes import Coverage, SubQueryAnalysis, SufficiencyVerdict
 
-ABSTAIN_TLDR = "知识库中未找到关于“{subject}”的证据。"
-GAP_LABEL = "证据缺口"
-CLOSEST_DOCUMENTS = 3
 GAP_NAME_CHARS = 16
 
 
@@ -60,30 +55,3 @@ def assess(analyses: list[SubQueryAnalysis], gaps: list[str]) -> Coverage:
     if gaps:
         return Coverage(status="partial", missing=list(gaps))
     return Coverage(status="answered", missing=[])
-
-
-def gap_line(gaps: list[str]) -> str:
-    named = "、".join(f"“{g}”" for g in gaps)
-    return f"**{GAP_LABEL}**：知识库中未找到关于{named}的证据，以上结论不涉及这些方面。"
-
-
-def subject_of(question: str) -> str:
-    return question.strip().rstrip("？?。！!，, ") or question
-
-
-def abstention_report(question: str, searched: list[str], closest: list[str], notice: str = "") -> str:
-    """No passage bears on the question: say so plainly, cite nothing, name what was searched and where."""
-    label = f"> {notice}\n\n" if notice else ""
-    queries = "；".join(f"“{q}”" for q in dict.fromkeys(searched) if q) or f"“{subject_of(question)}”"
-    documents = "、".join(f"《{display_source(s)}》" for s in closest[:CLOSEST_DOCUMENTS])
-    nearest = (
-        f"检索到的最接近的文档是{documents}，但其中没有与所问内容相符的段落，因此不引用它们作为依据。"
-        if documents
-        else "知识库中没有检索到任何相近的段落。"
-    )
-    return (
-        f"{label}**TL;DR：** {ABSTAIN_TLDR.format(subject=subject_of(question))}\n\n"
-        f"### 完整结论\n已按{queries}检索知识库。{nearest}"
-        "请补充相关指南后再问，或换一种问法；在此之前请勿把本回答当作临床依据。\n\n"
-        "### 论据与来源\n无\n"
-    )

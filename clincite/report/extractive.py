@@ -1,8 +1,12 @@
 """The extractive report: TL;DR → 完整结论 → 论据与来源, built from judged extracts, every sentence verbatim.
 
+    report = extractive_report(run.analyses, gaps, notice)
+
 Used by the offline answerer, and by the LLM path when the answer model has produced nothing within its first-token
-budget. Nothing is paraphrased: the TL;DR and 完整结论 are the extracts' own sentences, each followed by the 【n】 of
-the evidence item it comes from; aspects without evidence are named in a "证据缺口" line.
+budget. Nothing is paraphrased. The TL;DR is the unit of each part's best extract that carries the answer — a list
+with its lead-in and every item, a table row with its column names, the sentence with the number when a number was
+asked — never a heading, a header row or a lead-in cut from its list. An extract judged by the offline answerer
+says why it was kept (`ExtractBasis`); one from the LLM judge is titled by its sub-query.
 """
 
 from __future__ import annotations
@@ -11,24 +15,17 @@ import re
 from dataclasses import dataclass
 
 from clincite.core.naming import display_source
-from clincite.core.shapes import RelevantExtract, SubQueryAnalysis
-from clincite.report.citations import format_evidence_item
-from clincite.report.coverage import gap_line
+from clincite.core.shapes import ExtractBasis, RelevantExtract, SubQueryAnalysis
+from clincite.report.format import EvidenceItem, compose
+from clincite.text.units import Unit, split_units
 
-_SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]?")
 MAX_ITEMS = 5
 PER_ANALYSIS = 2
-CONCLUSION_CHARS = 160
+TLDR_PARTS = 2  # a question asked in parts ("效果和副作用分别…") gets the lead of each in its TL;DR
+SUMMARY_CHARS = 200  # an extract longer than this is summed up in 完整结论 by its key unit
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述")
-KEY_SENTENCE_MARGIN = 3  # bigrams of the question a later sentence must share beyond the opening to lead the TL;DR
-
-
-@dataclass
-class Basis:
-    """Why an extract was chosen: the title of its evidence item and the 说明 line (not filler: where and how)."""
-
-    title: str
-    explanation: str
+GENERAL = ("", "综合", "原问题")
+_DIGIT = re.compile(r"\d")
 
 
 @dataclass
@@ -36,92 +33,132 @@ class Item:
     number: int
     analysis: SubQueryAnalysis
     extract: RelevantExtract
-    basis: Basis
+    basis: ExtractBasis
 
 
-def extractive_report(analyses: list[SubQueryAnalysis], gaps: list[str], basis_of, notice: str = "") -> str:
-    """`basis_of(extract, analysis)` gives each item's title and explanation."""
-    items = _items(analyses, basis_of)
-    label = f"> {notice}\n\n" if notice else ""
-    gap = f"\n\n{gap_line(gaps)}" if gaps else ""
-    tldr = (
-        f"{_key_sentence(items[0].extract.text, items[0].analysis.sub_query.text)}【1】"
-        if items
-        else "未找到可引用的原文。"
-    )
-    conclusion = _conclusion(items) + gap
-    evidence = "\n\n".join(
-        format_evidence_item(
-            item.number,
-            item.basis.title,
-            item.basis.explanation,
-            display_source(item.extract.source),
-            item.extract.text,
-        )
-        for item in items
-    )
-    return f"{label}**TL;DR：** {tldr}\n\n### 完整结论\n{conclusion}\n\n### 论据与来源\n{evidence or '无'}\n"
+def extractive_report(analyses: list[SubQueryAnalysis], gaps: list[str], notice: str = "") -> str:
+    items = _items(analyses)
+    tldr = _tldr(items) or "未找到可引用的原文。"
+    evidence = [
+        EvidenceItem(i.number, i.basis.title, i.basis.explanation, display_source(i.extract.source), i.extract.text)
+        for i in items
+    ]
+    return compose(tldr, _conclusion(items), gaps, evidence, notice)
 
 
-def _items(analyses: list[SubQueryAnalysis], basis_of) -> list[Item]:
-    """Sub-queries in order, up to two extracts each; the question itself (q0) only fills in when they have none."""
+def evidence_items(analyses: list[SubQueryAnalysis], first_number: int = 1) -> list[EvidenceItem]:
+    """Every extract found so far as an evidence item (what a clinician gets when answer generation fails)."""
+    out: list[EvidenceItem] = []
+    seen: set[tuple[str, str]] = set()
+    for analysis in analyses:
+        for extract in analysis.extracts:
+            if (extract.chunk_id, extract.text) in seen:
+                continue
+            seen.add((extract.chunk_id, extract.text))
+            basis = basis_of(extract, analysis)
+            out.append(
+                EvidenceItem(
+                    first_number + len(out),
+                    basis.title,
+                    basis.explanation,
+                    display_source(extract.source),
+                    extract.text,
+                )
+            )
+    return out
+
+
+def basis_of(extract: RelevantExtract, analysis: SubQueryAnalysis) -> ExtractBasis:
+    """The offline judge's reason for an extract; for an LLM judge's extract, its sub-query and sub-answer."""
+    if extract.basis is not None:
+        return extract.basis
+    focus = analysis.sub_query.focus
+    title = focus if focus not in GENERAL else analysis.sub_query.text.rstrip("？?。")
+    explanation = analysis.sub_answer.strip() or f"相关性判断认为该段原文回答了“{analysis.sub_query.text}”。"
+    return ExtractBasis(title=title, explanation=explanation[:200])
+
+
+def _items(analyses: list[SubQueryAnalysis]) -> list[Item]:
+    """Parts in order, up to two extracts each; the question itself (q0) only fills in when the parts have none."""
     own = [a for a in analyses if a.sub_query.id != "q0" and a.extracts]
     chosen = own or [a for a in analyses if a.extracts]
     items: list[Item] = []
-    seen: set[str] = set()
     for analysis in chosen:
         for extract in analysis.extracts[:PER_ANALYSIS]:
-            if extract.text in seen or any(extract.text in s or s in extract.text for s in seen):
+            if any(extract.text in i.extract.text or i.extract.text in extract.text for i in items):
                 continue
-            seen.add(extract.text)
             items.append(Item(len(items) + 1, analysis, extract, basis_of(extract, analysis)))
             if len(items) == MAX_ITEMS:
                 return items
     return items
 
 
-def _opening(text: str) -> str:
-    """The first sentence, or the first two when the second only continues it (它/其…)."""
-    found = [s for s in _SENTENCE.findall(text) if s.strip()]
-    if not found:
-        return text
-    if len(found) > 1 and found[1].startswith(PRONOUN_START):
-        return found[0] + found[1]
-    return found[0]
+def _tldr(items: list[Item]) -> str:
+    """The answer of each part, in order: its first item's key unit."""
+    parts, seen = [], set()
+    for item in items:
+        if item.analysis.sub_query.id in seen:
+            continue
+        seen.add(item.analysis.sub_query.id)
+        lead = key_unit(item.extract.text, item.analysis.sub_query.text)
+        if lead:
+            parts.append(f"{lead}【{item.number}】")
+        if len(parts) == TLDR_PARTS:
+            break
+    return "".join(parts)
 
 
-def _key_sentence(text: str, query: str) -> str:
-    """The opening sentence, unless a later one shares clearly more of the question's wording: a section that opens
-    with context ("…风险较高。") then leads with the sentence that answers ("…每年至少进行一次散瞳眼底检查…")."""
-    found = [s for s in _SENTENCE.findall(text) if s.strip()]
-    if len(found) < 2:
-        return _opening(text)
-    wanted = _bigrams(query)
-    shared = [len(wanted & _bigrams(sentence)) for sentence in found]
-    best = max(range(len(found)), key=lambda i: (shared[i], -i))
-    if shared[best] < max(shared[0] + KEY_SENTENCE_MARGIN, 1.5 * shared[0]):  # the opening, unless clearly beaten
-        return _opening(text)
-    sentence = found[best]
-    with_previous = found[best - 1] + sentence
-    if sentence.startswith(PRONOUN_START) and with_previous in text:  # 它/其… needs what it refers to
-        return with_previous
-    return sentence
-
-
-def _bigrams(text: str) -> set[str]:
-    return {text[i : i + 2] for i in range(len(text) - 1) if not any(c in "，。？！、,.?! " for c in text[i : i + 2])}
-
-
-def _summary(text: str) -> str:
-    """The whole extract when it is short, else its opening: the conclusion stays readable and verbatim."""
-    return text if len(text) <= CONCLUSION_CHARS else _opening(text)
-
-
-def _conclusion(items: list[Item]) -> str:
+def _conclusion(items: list[Item]) -> list[str]:
     lines, by_title = [], {}
     for item in items:
         by_title.setdefault(item.basis.title, []).append(item)
     for title, group in by_title.items():
-        body = "".join(f"{_summary(i.extract.text)}【{i.number}】" for i in group)
+        body = "".join(f"{_summary(i)}【{i.number}】" for i in group)
         lines.append(f"- **{title}**：{body}")
-    return "\n".join(lines) or "知识库中没有可引用的原文。"
+    return lines
+
+
+def _summary(item: Item) -> str:
+    text = item.extract.text
+    return text if len(text) <= SUMMARY_CHARS else key_unit(text, item.analysis.sub_query.text) or text
+
+
+def key_unit(text: str, query: str) -> str:
+    """The unit of an extract that carries the answer: lists and table rows whole, headings and header rows never,
+    a lead-in only with its list, the sentence before a 它/其… opening kept. Verbatim, a slice of `text`."""
+    units = [u for u in split_units(text) if _answers(u, text)]
+    if not units:
+        return ""
+    if len(units) == 1:
+        return units[0].text(text)
+    wanted = _bigrams(query)
+    wants_number = any(w in query for w in ("多久", "多少", "几", "多长", "多大"))
+
+    def score(index: int) -> float:
+        unit = units[index]
+        body = unit.text(text)
+        value = len(wanted & _bigrams(body)) / (1 + len(wanted)) - 0.02 * index  # earlier wins a tie
+        if unit.kind == "list":
+            value += 0.15
+        if wants_number and _DIGIT.search(body):
+            value += 0.2
+        return value
+
+    best = max(range(len(units)), key=score)
+    unit = units[best]
+    if unit.text(text).startswith(PRONOUN_START) and best > 0 and units[best - 1].kind == "sentence":
+        return text[units[best - 1].start : unit.end]
+    return unit.text(text)
+
+
+def _answers(unit: Unit, text: str) -> bool:
+    body = unit.text(text).strip()
+    if unit.kind in ("heading", "header") or len(body) < 6:
+        return False
+    if body.endswith(("：", ":")):  # a lead-in without its list says nothing yet
+        return False
+    return sum(1 for c in body if "\u4e00" <= c <= "\u9fff" or c.isalpha()) >= 4
+
+
+def _bigrams(text: str) -> set[str]:
+    return {text[i : i + 2] for i in range(len(text) - 1) if not any(c in "，。？！、,.?! \n" for c in text[i : i + 2])}

@@ -226,16 +226,18 @@ class HybridSearcher:
         return self._current_view().bm25
 
     # --- retrievers ---
-    def bm25_search_many(self, queries: list[str], view: KBView | None = None) -> list[list[tuple[str, float]]]:
+    def term_stats(self) -> BM25Index | None:
+        """The served BM25 index, for what it knows of the KB's vocabulary (idf): the offline judge weighs by it."""
+        return self._current_view().bm25
+
+    def bm25_search_many(
+        self, queries: list[str], view: KBView | None = None, depth: int | None = None
+    ) -> list[list[tuple[str, float]]]:
         index = (view or self._current_view()).bm25
         if index is None:
             return [[] for _ in queries]
         return [
-            index.top_k(
-                self.tokenizer.tokenize(self.tokenizer.expand_query(q)),
-                self.settings.bm25_top_k,
-                self.settings.bm25_threshold,
-            )
+            index.top_k(self.tokenizer.query_groups(q), depth or self.settings.bm25_top_k, self.settings.bm25_threshold)
             for q in queries
         ]
 
@@ -245,8 +247,8 @@ class HybridSearcher:
     def _expanded(self, queries: list[str]) -> list[str]:
         return [self.tokenizer.expand_query(q) for q in queries]
 
-    def _query_vectors(self, view: KBView, vectors) -> list[list[tuple[str, float]]]:
-        results = view.vectors.query(vectors.tolist(), self.settings.semantic_top_k)
+    def _query_vectors(self, view: KBView, vectors, depth: int | None = None) -> list[list[tuple[str, float]]]:
+        results = view.vectors.query(vectors.tolist(), depth or self.settings.semantic_top_k)
         floor = self.semantic_floor(view)
         return [[(cid, sim) for cid, sim in r if sim >= floor] for r in results]
 
@@ -276,7 +278,9 @@ class HybridSearcher:
             return [[] for _ in queries]
         return self._query_vectors(self._current_view(), self._encode(queries))
 
-    async def _semantic(self, view: KBView, queries: list[str]) -> tuple[list[list[tuple[str, float]]], str | None]:
+    async def _semantic(
+        self, view: KBView, queries: list[str], depth: int | None = None
+    ) -> tuple[list[list[tuple[str, float]]], str | None]:
         """Semantic hits, or ([], reason) when the vector store is down: the caller goes on BM25-only."""
         empty: list[list[tuple[str, float]]] = [[] for _ in queries]
         if not await asyncio.to_thread(self.embedder.available):
@@ -290,7 +294,7 @@ class HybridSearcher:
         loop = asyncio.get_running_loop()
         try:
             found = await asyncio.wait_for(
-                loop.run_in_executor(self._vector_pool, self._query_vectors, view, vectors),
+                loop.run_in_executor(self._vector_pool, self._query_vectors, view, vectors, depth),
                 self.settings.vector_store_timeout,
             )
         except Exception as exc:
@@ -311,17 +315,21 @@ class HybridSearcher:
         return found, None
 
     # --- public API ---
-    async def search(self, query: str, mode: SearchMode = "hybrid") -> list[Hit]:
-        return (await self.search_many([query], mode))[0]
+    async def search(self, query: str, mode: SearchMode = "hybrid", depth: int | None = None) -> list[Hit]:
+        return (await self.search_many([query], mode, depth))[0]
 
-    async def search_many(self, queries: list[str], mode: SearchMode = "hybrid") -> SearchResults:
+    async def search_many(
+        self, queries: list[str], mode: SearchMode = "hybrid", depth: int | None = None
+    ) -> SearchResults:
         """Search every query; BM25 and semantic run concurrently, the embedding is one batched call."""
         if not queries:
             return SearchResults([])
         view = await asyncio.to_thread(self._current_view)
         empty: list[list[tuple[str, float]]] = [[] for _ in queries]
-        bm25_task = asyncio.to_thread(self.bm25_search_many, queries, view) if mode != "semantic" else _value(empty)
-        sem_task = self._semantic(view, queries) if mode != "bm25" else _value((empty, None))
+        bm25_task = (
+            asyncio.to_thread(self.bm25_search_many, queries, view, depth) if mode != "semantic" else _value(empty)
+        )
+        sem_task = self._semantic(view, queries, depth) if mode != "bm25" else _value((empty, None))
         bm25_results, (sem_results, sem_failure) = await asyncio.gather(bm25_task, sem_task)
         failed: dict[str, str] = {}
         notice = component = None
@@ -361,6 +369,7 @@ def merge_hits(bm25: list[tuple[str, float]], semantic: list[tuple[str, float]],
                 pages=chunk.pages,
                 text=chunk.text,
                 found_by=[],
+                segments=chunk.segments,
             )
             setattr(hit, retriever, round(score, 4))
             hit.found_by.append(retriever)

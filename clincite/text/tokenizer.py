@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -49,12 +50,72 @@ class Tokenizer:
         """Plain jieba segmentation with the domain dictionary (no stop-word removal)."""
         return self._jieba.lcut(text)
 
+    def dictionary_words(self, text: str) -> list[str]:
+        """Segmentation by the dictionary alone: no word guessed from characters (jieba's HMM glues unknown runs
+        into pseudo-words such as "时先用"); what a word the KB has never seen is made of."""
+        return self._jieba.lcut(text, HMM=False)
+
+    def general_rarity(self, word: str) -> float:
+        """How rare the word is in general Chinese (jieba's dictionary frequencies): ln(total / (freq + 1)); ~6 for
+        需要, ~9.8 for 手术, ~14 for 青光眼, ~18 for a word the dictionary does not know."""
+        return math.log(self._jieba.total / (self._jieba.FREQ.get(word, 0) + 1))
+
     def tokenize_many(self, texts: list[str]) -> list[list[str]]:
         return [self.tokenize(t) for t in texts]
 
     def expand_query(self, query: str) -> str:
         """Append the synonyms and abbreviations of every term the query mentions (OK镜 → 角膜塑形镜 …)."""
         return expand_with_synonyms(query, self.synonyms)
+
+    def query_groups(self, query: str) -> list[list[list[str]]]:
+        """The query as concepts for BM25: each concept a list of alternatives, each alternative a list of tokens.
+
+        A word of the query is one concept; its alternatives are its own tokens and each of its synonyms
+        ("OK镜" → "角膜塑形镜", "orthokeratology" …). BM25 counts a concept once, by its best alternative, so six
+        names of the same lens do not outweigh the rest of the question six times over. A lexicon term that spans
+        several words ("多焦点软性角膜接触镜") is one concept; a term inside a longer one (阿托品 in 低浓度阿托品)
+        is one more alternative of it.
+        """
+        lowered = query.lower()
+        concepts: list[tuple[int, int, list[list[str]]]] = []  # (start, end, alternatives) of synonym mentions
+        mentioned = []
+        for group in self.synonyms:
+            spans = [m for term in group for m in _mention_spans(lowered, term.lower())]
+            if spans:
+                mentioned.append((min(s for s, _ in spans), max(e for _, e in spans), group))
+        for start, end, group in sorted(mentioned, key=lambda m: m[0] - m[1]):  # the longest mention first
+            variants = [self._whole(term) for term in group]
+            inside = next((c for c in concepts if c[0] <= start and end <= c[1]), None)
+            if inside is not None:  # 阿托品 within 低浓度阿托品: another way to match the same concept
+                inside[2].extend(v for v in variants if v and v not in inside[2])
+                continue
+            concepts.append((start, end, [self.tokenize(query[start:end]), *[v for v in variants if v]]))
+        groups: list[list[list[str]]] = [[alt for alt in alternatives if alt] for _, _, alternatives in concepts]
+        offset = 0
+        for word in self.words(query):
+            start, end = offset, offset + len(word)
+            offset = end
+            if any(s < end and start < e for s, e, _ in concepts):
+                continue
+            tokens = self.tokenize(word)
+            if tokens:
+                groups.append([tokens])
+        return [g for g in groups if g]
+
+    def _whole(self, term: str) -> list[str]:
+        """A synonym as whole words (a lexicon term is one token), not its sub-words: "低剂量阿托品" must not
+        stand for the concept through "剂量" alone."""
+        return [tok for word in self.words(term) for tok in [word.strip().lower()] if tok and tok not in self.stopwords]
+
+
+def _mention_spans(text: str, term: str) -> list[tuple[int, int]]:
+    if term.isascii():
+        return [(m.start(), m.end()) for m in re.finditer(rf"(?<![a-z0-9]){re.escape(term)}(?![a-z0-9])", text)]
+    spans, start = [], text.find(term)
+    while start >= 0:
+        spans.append((start, start + len(term)))
+        start = text.find(term, start + 1)
+    return spans
 
 
 def load_synonyms(path: Path) -> list[list[str]]:

@@ -30,6 +30,7 @@ from clincite.core.shapes import (
     SufficiencyReady,
 )
 from clincite.report.citations import mark_unverified
+from clincite.report.format import coverage_line as format_coverage_line
 from clincite.report.inert import inert_report, inert_text
 from clincite.web.sources import source_markdown, with_pages
 
@@ -240,13 +241,8 @@ def final_content(result: QueryResult, late_degradations: list[str]) -> str:
 
 
 def coverage_line(result: QueryResult) -> str:
-    """How far the evidence answers the question (QueryResult.coverage), in the clinician's words."""
-    coverage = result.coverage
-    if coverage.status == "no_evidence":
-        return "证据覆盖：⚠️ 知识库中没有与该问题相符的证据，本回答不作结论。"
-    if coverage.status == "partial":
-        return "证据覆盖：⚠️ 部分回答，知识库未涵盖：" + "、".join(coverage.missing) + "。"
-    return "证据覆盖：所问各方面均找到了原文证据。"
+    """How far the evidence answers the question, in the clinician's words (the one report format's)."""
+    return format_coverage_line(result.coverage)
 
 
 def source_elements(citations: list[Citation], chunks: dict[str, Chunk]) -> list[cl.Text]:

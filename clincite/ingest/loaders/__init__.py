@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from clincite.ingest.loaders.base import LoadedDocument, Section, SkipFile, clean_text, table_lines
-from clincite.ingest.loaders.text import decode_text, parse_markdown, plain_document
+from clincite.ingest.loaders.markdown import load_markdown
+from clincite.ingest.loaders.text import decode_text, plain_document
 
 TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".text"}
 HTML_SUFFIXES = {".html", ".htm"}
@@ -25,7 +26,7 @@ __all__ = [
     "clean_text",
     "decode_text",
     "load_document",
-    "parse_markdown",
+    "load_markdown",
     "plain_document",
     "table_lines",
 ]
@@ -53,7 +54,7 @@ def load_document(path: Path) -> LoadedDocument:
     else:
         text = decode_text(path.read_bytes())
         markdown = suffix in (".md", ".markdown")
-        document = parse_markdown(text, path.stem) if markdown else plain_document(text, path.stem)
+        document = load_markdown(text, path.stem) if markdown else plain_document(text, path.stem)
     if not any(document.text[s.start : s.end].strip() for s in document.sections):
         raise SkipFile("文件中没有正文文字 (no text)")
     return document

@@ -1,8 +1,14 @@
 """What every loader produces: one clean text, its sections (heading paths) and, for paged formats, page offsets.
 
-Loaders build documents through `DocumentBuilder`, so every format ends up in the same shape: headings on their own
-lines, paragraphs separated by a blank line, table rows one per line ("列名：值 | 列名：值"), and an offset for the
-start of every page, from which the chunker derives each chunk's `pages: [first, last]`.
+Loaders build documents through `DocumentBuilder`, so every format ends up in the same shape, the one
+`clincite.text.units` reads back:
+- a heading is a line of its own (no "#", no numbering added), recorded as a section;
+- a paragraph is one line; blocks are separated by a blank line;
+- a list is one block, one item per line, without its bullet (an item that ends a lead-in "以下情况不宜：" follows it);
+- a table is one block, its header row "列名 | 列名" then one line per row "列名：值 | 列名：值";
+- a page offset for the start of every page (PDF), from which the chunker derives each chunk's `pages`.
+A document's own citation markers ("[1]", "[2-4]", "[^1]", "^1", "［1］", "【1】", "[来源：src1]") are not
+passage text: they are removed here, for every format, so that a quote never carries them.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ class LoadedDocument:
     sections: list[Section]
     # Offset in `text` where page i+1 begins (PDF only); None for formats without pages.
     page_starts: list[int] | None = None
+    metadata: dict[str, str] = field(default_factory=dict)  # front matter, document properties (never passage text)
 
     def page_at(self, offset: int) -> int | None:
         """1-based page number of the character at `offset`, or None for formats without pages."""
@@ -44,6 +51,19 @@ class LoadedDocument:
 # break quote verification and pollute BM25 tokens.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200d\u2060\ufeff\ufffe]")
 _SPACES = re.compile(r"[ \t\u00a0\u3000\u2002-\u200a]+")
+# A document's own reference markers. Numbers only (a bracketed word is text), or an explicit source label.
+_MARKERS = re.compile(
+    r"\[\^?\s*\d+(?:\s*[,，、\-‑–—~～]\s*\d+)*\s*\]"  # [1] [1,2] [2-4] [^1] [18~21]
+    r"|［\s*\d+(?:\s*[,，、\-‑–—~～]\s*\d+)*\s*］|【\d+(?:\s*[,，、\-‑–—~～]\s*\d+)*】"  # full-width forms
+    r"|(?<=[\u3400-\u9fff。，；、：）)\]”])\^\d+"  # a caret footnote after Chinese text or punctuation
+    r"|[\[［【](?:来源|出处|引自|参考|source|ref)\s*[：:][^\]］】\n]{0,80}[\]］】]",  # [来源：src1]
+    re.I,
+)
+LEAD_IN_ENDS = ("：", ":")
+ORDINAL_HEADING_CHARS = 30
+_ORDINAL_1 = re.compile(r"^(?:第[一二三四五六七八九十百]+[章节部分篇]|[一二三四五六七八九十]{1,3}、)\s*\S")
+_ORDINAL_2 = re.compile(r"^[（(][一二三四五六七八九十]{1,3}[）)]\s*\S")
+_SPACE_BEFORE_PUNCT = re.compile(r"[ \t]+(?=[。，；：、！？）])")
 
 
 def clean_text(text: str) -> str:
@@ -57,13 +77,35 @@ def clean_line(text: str) -> str:
     return _SPACES.sub(" ", clean_text(text).replace("\n", " ")).strip()
 
 
+def ordinal_heading_level(line: str) -> int:
+    """1 for "一、概述" / "第二章 …", 2 for "（一）诊断": a Chinese ordinal that opens a short line without sentence
+    punctuation heads a section in any Chinese document (0 otherwise). Arabic numbering ("1.", "(1)") is left
+    alone: it numbers list items as often as sections."""
+    line = line.strip()
+    if len(line) > ORDINAL_HEADING_CHARS or line.endswith(("。", "；", "，", "：", ".", ";", ",", ":")):
+        return 0
+    if _ORDINAL_1.match(line):
+        return 1
+    if _ORDINAL_2.match(line):
+        return 2
+    return 0
+
+
+def strip_markers(text: str) -> str:
+    """Remove a document's own citation markers (see the module docstring) and the space they leave before
+    punctuation."""
+    if not any(c in text for c in "[［【^"):
+        return text
+    return _SPACE_BEFORE_PUNCT.sub("", _MARKERS.sub("", text))
+
+
 def table_lines(rows: list[list[str]]) -> list[str]:
     """Table rows as lines a clinician and BM25 can both read: "列名：值 | 列名：值", one line per row.
 
     The header row is repeated into every row, so a retrieved row still says what each value means. Tables without
     a usable header row (one column, or empty header cells) are written as "值 | 值".
     """
-    rows = [[clean_line(c or "") for c in row] for row in rows]
+    rows = [[strip_markers(clean_line(c or "")) for c in row] for row in rows]
     rows = [row for row in rows if any(row)]
     if not rows:
         return []
@@ -87,6 +129,7 @@ class DocumentBuilder:
 
     fallback_title: str
     title: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
     parts: list[str] = field(default_factory=list)
     length: int = 0
     sections: list[Section] = field(default_factory=list)
@@ -119,11 +162,11 @@ class DocumentBuilder:
             self._pending_pages -= 1
 
     def heading(self, level: int, text: str) -> None:
-        text = clean_line(text)
+        text = strip_markers(clean_line(text))
         if not text:
             return
         self._close_section()
-        if level <= 1 and self.title is None and not self._has_body():
+        if level <= 1 and not self._has_body() and self.title in (None, text):
             # The document's own title line: kept in the text, but it heads no section (as a Markdown "# title").
             self.title = text
             self._append(text)
@@ -135,9 +178,23 @@ class DocumentBuilder:
         self._section_start = self.length
 
     def paragraph(self, text: str) -> None:
-        text = clean_text(text).strip()
+        """A paragraph; a line break its author put inside it (Word's Shift+Enter, a Markdown hard break) stays."""
+        text = "\n".join(
+            line for line in (strip_markers(_one_line(line)) for line in clean_text(text).split("\n")) if line
+        )
         if text:
             self._append(text)
+
+    def list_items(self, items: list[str]) -> None:
+        """A list: one block, one item per line, bullets already gone."""
+        lines = [line for line in (strip_markers(_join_lines(clean_text(item))) for item in items) if line]
+        if lines and self.parts and self.parts[-1].rstrip().endswith(LEAD_IN_ENDS) and "\n" not in self.parts[-1]:
+            # The list of a lead-in ("以下情况不宜验配：") is read with it: one block, the lead-in its first line.
+            self.parts[-1] += "\n" + "\n".join(lines)
+            self.length += 1 + len("\n".join(lines))
+            return
+        if lines:
+            self._append("\n".join(lines))
 
     def table(self, rows: list[list[str]]) -> None:
         lines = table_lines(rows)
@@ -146,7 +203,7 @@ class DocumentBuilder:
 
     def continue_paragraph(self, text: str) -> None:
         """Append to the last paragraph without a break (a sentence that runs over a page end)."""
-        text = clean_text(text).strip()
+        text = strip_markers(_join_lines(clean_text(text)))
         if not text:
             return
         if not self.parts:
@@ -170,7 +227,22 @@ class DocumentBuilder:
         self._page_begins_here()  # trailing empty pages start at the end
         text = "".join(self.parts)
         sections = [s for s in self.sections if text[s.start : s.end].strip()]
-        return LoadedDocument(self.title or self.fallback_title, text, sections, self.page_starts)
+        return LoadedDocument(self.title or self.fallback_title, text, sections, self.page_starts, dict(self.metadata))
+
+
+def _one_line(text: str) -> str:
+    return _SPACES.sub(" ", text).strip()
+
+
+def _join_lines(text: str) -> str:
+    """The lines of one paragraph as one line: no space between Chinese characters, one between Latin words."""
+    lines = [_SPACES.sub(" ", line).strip() for line in text.split("\n")]
+    joined = ""
+    for line in lines:
+        if not line:
+            continue
+        joined += (" " if joined and _needs_space(joined[-1], line[0]) else "") + line
+    return joined
 
 
 def _needs_space(before: str, after: str) -> bool:

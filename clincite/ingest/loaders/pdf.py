@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from clincite.ingest.loaders.base import DocumentBuilder, LoadedDocument, SkipFile, clean_line
+from clincite.ingest.loaders.base import DocumentBuilder, LoadedDocument, SkipFile, clean_line, ordinal_heading_level
 
 SENTENCE_END = tuple("。！？；!?;：:")
 MARGIN = 0.1  # top/bottom share of the page where running headers and footers live
@@ -28,7 +28,18 @@ PAGE_NUMBER = re.compile(
     r"|^(page\s*)?\d{1,4}(\s*of\s*\d{1,4})?$",
     re.I,
 )
+LINE_TOLERANCE = 0.8  # of the type size: characters this far apart vertically still share a line
+GUTTER_BIN = 2.0  # points: the resolution at which an empty vertical strip between columns is looked for
+GUTTER_NOISE = 0.002  # a strip may hold this share of the page's characters (a stray mark) and still be empty
+MIN_GUTTER = 6.0  # points: an empty strip this wide separates two columns
+MIN_COLUMN_SHARE = 0.25  # each column holds at least this share of the page's characters
+MIN_COLUMN_CHARS = 200  # pages with fewer characters are read as one column
+_CJK_SPACE = re.compile(r"(?<=[\u4e00-\u9fff]) (?=[\u4e00-\u9fff])")
+MIN_SUSPECT_HEADINGS = 20  # a short document may well have a heading every few lines
+MAX_HEADING_SHARE = 0.1  # more "headings" by type size than this share of the lines: the sizes mislead
+FULL_LINE = 0.8  # a line this share of its column's width wide is running text
 HEADING_SCALE = 1.15  # a line this much larger than the body text is a heading (when there is no outline)
+CLEAR_HEADING_SCALE = 1.3  # this much larger is a heading however wide
 MAX_HEADING_CHARS = 40
 
 
@@ -42,12 +53,14 @@ class Line:
     size: float
     page: int
     heading: int = 0  # heading level, 0 for body text
+    column: int = 0  # 0, or 1 for the right column of a two-column page
 
 
 @dataclass
 class Table:
     top: float
     rows: list[list[str]]
+    column: int = 0
 
 
 def load_pdf(path: Path) -> LoadedDocument:
@@ -85,22 +98,68 @@ def _read_page(page, number: int) -> tuple[list[Line], list[Table]]:
         if rows and sum(1 for row in rows for cell in row if cell.strip()) >= 2:
             tables.append(Table(float(found.bbox[1]), rows))
             boxes.append(found.bbox)
+    regions = _columns(page)
+    if len(regions) > 1:
+        gutter = float(regions[1].bbox[0])
+        for table, box in zip(tables, boxes):
+            table.column = 1 if float(box[0]) >= gutter else 0
+    # Characters of one printed line may sit a few points apart (Latin glyphs of a Chinese journal's second font):
+    # a tolerance near the type size keeps them on their line; lines themselves are a full leading apart.
+    sizes = [float(c.get("size", 0)) for c in page.chars[:2000] if not c["text"].isspace()]
+    y_tolerance = max(3.0, LINE_TOLERANCE * statistics.median(sizes)) if sizes else 3.0
     lines = []
-    for raw in page.extract_text_lines(return_chars=True, strip=True):
-        text = clean_line(raw["text"])
-        if not text:
-            continue
-        middle = (raw["top"] + raw["bottom"]) / 2
-        if any(
-            x0 - 1 <= raw["x0"] and raw["x1"] <= x1 + 1 and top <= middle <= bottom for x0, top, x1, bottom in boxes
-        ):
-            continue  # a table cell: read with its table
-        sizes = [round(float(c.get("size", 0)), 1) for c in raw["chars"] if not c["text"].isspace()]
-        size = statistics.median(sizes) if sizes else 0.0
-        lines.append(
-            Line(text, float(raw["top"]), float(raw["bottom"]), float(raw["x0"]), float(raw["x1"]), size, number)
-        )
+    for column, region in enumerate(regions):
+        for raw in region.extract_text_lines(return_chars=True, strip=True, y_tolerance=y_tolerance):
+            text = _join_cjk(clean_line(raw["text"]))
+            if not text:
+                continue
+            middle = (raw["top"] + raw["bottom"]) / 2
+            if any(
+                x0 - 1 <= raw["x0"] and raw["x1"] <= x1 + 1 and top <= middle <= bottom for x0, top, x1, bottom in boxes
+            ):
+                continue  # a table cell: read with its table
+            sizes = [round(float(c.get("size", 0)), 1) for c in raw["chars"] if not c["text"].isspace()]
+            size = statistics.median(sizes) if sizes else 0.0
+            top, bottom, x0, x1 = (float(raw[k]) for k in ("top", "bottom", "x0", "x1"))
+            lines.append(Line(text, top, bottom, x0, x1, size, number, column=column))
     return lines, tables
+
+
+def _columns(page) -> list:
+    """The page's text columns, left to right: two when an empty vertical strip runs down its middle (a journal's
+    two-column layout, which read line by line across the page would interleave both columns), else the page."""
+    width, height = float(page.width), float(page.height)
+    chars = [c for c in page.chars if not c["text"].isspace() and MARGIN * height < c["top"] < (1 - MARGIN) * height]
+    if len(chars) < MIN_COLUMN_CHARS:
+        return [page]
+    bins = [0] * int(width // GUTTER_BIN + 1)
+    for char in chars:
+        for b in range(int(float(char["x0"]) // GUTTER_BIN), int(float(char["x1"]) // GUTTER_BIN) + 1):
+            bins[min(b, len(bins) - 1)] += 1
+    low, high = int(width * 0.3 // GUTTER_BIN), int(width * 0.7 // GUTTER_BIN)
+    best = None  # the widest run of (nearly) empty bins in the middle band
+    run_start = None
+    for b in range(low, high + 1):
+        empty = bins[b] <= len(chars) * GUTTER_NOISE
+        if empty and run_start is None:
+            run_start = b
+        if (not empty or b == high) and run_start is not None:
+            run_end = b if empty else b - 1
+            if best is None or run_end - run_start > best[1] - best[0]:
+                best = (run_start, run_end)
+            run_start = None
+    if best is None or (best[1] - best[0] + 1) * GUTTER_BIN < MIN_GUTTER:
+        return [page]
+    gutter = (best[0] + best[1] + 1) / 2 * GUTTER_BIN
+    left = sum(1 for c in chars if float(c["x1"]) <= gutter)
+    if min(left, len(chars) - left) < MIN_COLUMN_SHARE * len(chars):
+        return [page]
+    return [page.crop((0, 0, gutter, height)), page.crop((gutter, 0, width, height))]
+
+
+def _join_cjk(text: str) -> str:
+    """Letter-spaced Chinese ("经 颅 直 流") as it reads: no space between two Chinese characters."""
+    return _CJK_SPACE.sub("", text)
 
 
 def _outline(reader) -> list[tuple[int, str, int | None]]:
@@ -163,35 +222,55 @@ def _mark_headings(lines: list[Line], outline: list[tuple[int, str, int | None]]
                     break
         if any(line.heading for line in lines):
             return
-    sizes = Counter()
-    for line in lines:
-        sizes[line.size] += len(line.text)
-    if not sizes:
+    body = _body_size(lines)
+    if body is None:
         return
-    body = sizes.most_common(1)[0][0]
+    edge = {c: max((ln.x1 for ln in lines if ln.column == c), default=0.0) for c in (0, 1)}
     larger = sorted({line.size for line in lines if line.size >= body * HEADING_SCALE}, reverse=True)
+    marked = []
     for line in lines:
         if (
             line.size in larger
             and len(line.text) <= MAX_HEADING_CHARS
             and not line.text.endswith(SENTENCE_END)
             and not line.text.endswith(("，", ","))
+            # A heading set only a little larger than the text does not run to the margin like a line of text.
+            and (line.size >= body * CLEAR_HEADING_SCALE or line.x1 < edge[line.column] - 2 * max(line.size, 1))
         ):
             line.heading = larger.index(line.size) + 1
+            marked.append(line)
+    if len(marked) > max(MAX_HEADING_SHARE * len(lines), MIN_SUSPECT_HEADINGS):  # sizes that say nothing reliable
+        for line in marked:
+            line.heading = 0
+    for line in lines:  # "一、概述" and "（二）诊断" are headings in any Chinese document, whatever their type size
+        level = ordinal_heading_level(line.text)
+        if level and not line.heading:
+            line.heading = level
+
+
+def _body_size(lines: list[Line]) -> float | None:
+    """The type size of running text: the commonest size among lines that run the full width of their column
+    (a reference list or an abstract in small type can have more characters than the text itself)."""
+    edge = {c: max((ln.x1 for ln in lines if ln.column == c), default=0.0) for c in (0, 1)}
+    start = {c: min((ln.x0 for ln in lines if ln.column == c), default=0.0) for c in (0, 1)}
+    full = Counter()
+    every = Counter()
+    for line in lines:
+        every[line.size] += len(line.text)
+        width = edge[line.column] - start[line.column]
+        if width and line.x1 - line.x0 >= FULL_LINE * width:
+            full[line.size] += len(line.text)
+    chosen = full or every
+    return chosen.most_common(1)[0][0] if chosen else None
 
 
 def _assemble(pages: list[tuple[list[Line], list[Table]]], fallback_title: str) -> LoadedDocument:
     builder = DocumentBuilder(fallback_title)
     body = [line for lines, _ in pages for line in lines if not line.heading]
-    left = statistics.median([line.x0 for line in body]) if body else 0.0
-    right = max((line.x1 for line in body), default=0.0)
-    gaps = [
-        b.top - a.bottom
-        for lines, _ in pages
-        for a, b in itertools.pairwise(lines)
-        if not a.heading and not b.heading and b.top >= a.bottom
-    ]
-    usual_gap = statistics.median(gaps) if gaps else 0.0
+    # Where a column's lines start and end, per column (a two-column page's right column starts mid-page).
+    left = {c: statistics.median([ln.x0 for ln in body if ln.column == c] or [0.0]) for c in (0, 1)}
+    right = {c: max((ln.x1 for ln in body if ln.column == c), default=0.0) for c in (0, 1)}
+    usual_gaps = [_usual_gap(lines) for lines, _ in pages]  # per page: a reference list is set tighter than text
     paragraph: list[Line] = []
     continues = False  # the previous page ended inside a sentence
 
@@ -207,9 +286,9 @@ def _assemble(pages: list[tuple[list[Line], list[Table]]], fallback_title: str) 
         continues = False
         paragraph.clear()
 
-    for lines, tables in pages:
+    for (lines, tables), usual_gap in zip(pages, usual_gaps):
         builder.start_page()
-        items: list[Line | Table] = sorted([*lines, *tables], key=lambda item: item.top)
+        items: list[Line | Table] = sorted([*lines, *tables], key=lambda item: (item.column, item.top))
         for item in items:
             if isinstance(item, Table) or item.heading:
                 continues = False
@@ -221,13 +300,13 @@ def _assemble(pages: list[tuple[list[Line], list[Table]]], fallback_title: str) 
                 continue
             if paragraph:
                 previous = paragraph[-1]
-                indented = item.x0 > left + 1.5 * max(item.size, 1)
-                short = previous.x1 < right - 2 * max(previous.size, 1)
+                indented = item.x0 > left[item.column] + 1.5 * max(item.size, 1)
+                short = previous.x1 < right[previous.column] - 2 * max(previous.size, 1)
                 ends = previous.text.endswith(SENTENCE_END)
                 gap = item.top - previous.bottom
                 if gap > usual_gap + 0.5 * max(item.size, 1) or (ends and (short or indented)):
                     flush()
-            elif continues and item.x0 > left + 1.5 * max(item.size, 1):
+            elif continues and item.x0 > left[item.column] + 1.5 * max(item.size, 1):
                 continues = False  # an indented first line opens a new paragraph after all
             paragraph.append(item)
         if paragraph:
@@ -237,6 +316,16 @@ def _assemble(pages: list[tuple[list[Line], list[Table]]], fallback_title: str) 
         else:
             continues = False
     return builder.build()
+
+
+def _usual_gap(lines: list[Line]) -> float:
+    """The usual space between two lines of a paragraph on this page (a larger one ends the paragraph)."""
+    gaps = [
+        b.top - a.bottom
+        for a, b in itertools.pairwise(sorted(lines, key=lambda ln: (ln.column, ln.top)))
+        if not a.heading and not b.heading and b.top >= a.bottom and a.column == b.column
+    ]
+    return statistics.median(gaps) if gaps else 0.0
 
 
 def _join(lines: list[str]) -> str:

@@ -1,9 +1,8 @@
-"""Plain text and Markdown: charset detection, then sections at Markdown headings."""
+"""Plain text: charset detection (every text format reads its bytes through `decode_text`)."""
 
 from __future__ import annotations
 
 import codecs
-import re
 
 from clincite.ingest.loaders.base import LoadedDocument, Section, SkipFile, clean_text
 
@@ -56,35 +55,6 @@ def decode_text(data: bytes) -> str:
         return clean_text(data.decode(best.encoding))
     except (UnicodeDecodeError, LookupError) as exc:
         raise SkipFile(f"无法按检测到的编码 {best.encoding} 解码 (undecodable text)") from exc
-
-
-_MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-
-
-def parse_markdown(text: str, fallback_title: str) -> LoadedDocument:
-    """Sections at headings; the first level-1 heading is the title."""
-    sections: list[Section] = []
-    path: list[tuple[int, str]] = []
-    title = None
-    body_start = 0
-    heading_start: int | None = None
-    offset = 0
-    for line in text.splitlines(keepends=True):
-        match = _MD_HEADING.match(line.rstrip("\r\n"))
-        if match:
-            sections.append(Section([h for _, h in path], body_start, offset, heading_start))
-            level, heading = len(match.group(1)), match.group(2).strip()
-            if level == 1 and title is None:
-                title = heading
-                path = []
-                heading_start = None
-            else:
-                path = [(lv, h) for lv, h in path if lv < level] + [(level, heading)]
-                heading_start = offset
-            body_start = offset + len(line)
-        offset += len(line)
-    sections.append(Section([h for _, h in path], body_start, len(text), heading_start))
-    return LoadedDocument(title or fallback_title, text, [s for s in sections if text[s.start : s.end].strip()])
 
 
 def plain_document(text: str, title: str) -> LoadedDocument:

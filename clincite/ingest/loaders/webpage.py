@@ -14,6 +14,8 @@ from pathlib import Path
 from clincite.ingest.loaders.base import DocumentBuilder, LoadedDocument, SkipFile, clean_line
 from clincite.ingest.loaders.text import decode_text
 
+KEPT_SHARE = 0.5  # trafilatura's text against the whole body's: below this, it lost the article, not furniture
+TITLE_LINE_CHARS = 40
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-]+)""", re.I)
 _TITLE_SEPARATORS = re.compile(r"\s+[-–—|_]\s+|\s*[｜|]\s*|_")
 
@@ -59,10 +61,12 @@ def load_html(path: Path) -> LoadedDocument:
         main = root.find("main")
         _walk(main if main is not None else root, builder)
     document = builder.build()
-    if not document.sections:
-        document = _fallback(markup, path.stem)
-    if page_title:
-        document.title = page_title
+    whole = _fallback(markup, path.stem)
+    if not document.sections or len(document.text) < KEPT_SHARE * len(whole.text):
+        # trafilatura keeps the main content of a page, but drops text that sits in bare <span>…<br/> runs (pages
+        # exported from editors and CMS fragments): when it kept less than half, the plain parse of the body wins.
+        document = whole
+    document.title = page_title or _first_line_title(document) or document.title
     if not document.sections:
         raise SkipFile("网页中没有正文文字 (no main content)")
     return document
@@ -89,6 +93,14 @@ def _walk(element, builder: DocumentBuilder) -> None:
             _walk(child, builder)
         elif (child.text or "").strip():
             builder.paragraph(clean_line(child.text))
+
+
+def _first_line_title(document: LoadedDocument) -> str:
+    """A page without <title> or <h1> (a CMS fragment) that opens with a short line, not a sentence: its title."""
+    first = document.text.lstrip().split("\n", 1)[0].strip()
+    if first and len(first) <= TITLE_LINE_CHARS and not first.endswith(("。", "！", "？", ".", "：", ":")):
+        return first
+    return ""
 
 
 def _page_title(markup: str) -> str:

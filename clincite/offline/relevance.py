@@ -1,0 +1,335 @@
+"""Which passages answer a question, and which of their units says it: the offline relevance judge.
+
+    found = judge(ask, part, hits, stats)       # list[Evidence], best first; [] when nothing answers
+    found[0].text                               # verbatim: a sentence, a list with its lead-in, a table row
+
+Built on signals that hold for any document, not on how a library happens to be written:
+- the question's content terms weighted by how rare they are in this knowledge base (Lucene idf from the BM25
+  index that search already uses; a word the KB has never seen weighs the most), with the lexicon's synonyms;
+- how much of that weight a passage covers (in its text, title and headings), and whether it covers the decisive
+  terms — the rare ones: "青光眼手术" is not answered by a passage that mentions 青光眼 without any 手术;
+- the search scores of the passage (BM25, and the embedding similarity when a model is loaded), normalised per query;
+- the aspect asked (禁忌证、不良反应 …): named by a heading over the passage or by one of its units. An aspect is a
+  boost, and the one condition on a passage that mentions the subject only in passing (干眼 as an exclusion
+  criterion does not answer "干眼如何治疗").
+Within a passage, units come from `clincite.text.units` (a list is one unit with its lead-in, a table row keeps its
+column names) and are scored the same way: the question's weighted terms, the aspect's words, a number when one is
+asked for.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from clincite.core.shapes import Hit
+from clincite.offline.lexicon import Lexicon, get_lexicon
+from clincite.offline.questions import Ask, Term
+from clincite.text.tokenizer import get_tokenizer
+from clincite.text.units import Unit, split_units
+
+COVERAGE_FLOOR = 0.55  # a passage must cover at least this share of the question's term weight
+MAX_DECISIVE = 2
+DECISIVE_SHARE = 0.6  # a term weighing this share of the heaviest one is decisive: some passage must contain it
+PARTIAL_MATCH = 0.5  # a term matched only by one of its sub-words (红光 for 红光治疗)
+GENERIC_WEIGHT = 0.3  # 孩子、方法 … weigh this share of their idf
+COMMON_RARITY = 7.5  # general-Chinese rarity (Tokenizer.general_rarity) at or below which a word is everyday
+SPECIFIC_SPAN = 5.0  # … and how much rarer it must be to count fully (需要 7.7 → 0.25, 手术 9.8 → 0.46, 青光眼 → 1)
+RELATIVE_FLOOR = 0.75  # an extract scoring below this share of the best one for its part is left out
+MAX_EXTRACTS = 2
+MIN_UNIT_CHARS = 6
+RUN_CHARS = 220  # a unit may take its neighbour along when both answer, up to about this many characters
+PRONOUN_START = ("它", "其", "这", "该", "此", "上述", "这些", "但", "而")
+_NUMBER = re.compile(r"^[\d.%％]+$")
+_DIGIT = re.compile(r"\d|[一二三四五六七八九十两半]+\s*(?:个|次|天|日|周|月|年|岁|小时|分钟|滴|mg|%)")
+_DEFINES = "是指|指的是|称为|是一种|即|是"
+
+
+class TermStats(Protocol):
+    """What the relevance judge needs from the KB's BM25 index (`clincite.kb.bm25.BM25Index`)."""
+
+    @property
+    def size(self) -> int: ...
+
+    def document_frequency(self, token: str) -> int: ...
+
+    def idf(self, token: str) -> float: ...
+
+
+class FlatStats:
+    """No index to ask (an empty KB): every term weighs the same."""
+
+    size = 0
+
+    def document_frequency(self, token: str) -> int:
+        return 0
+
+    def idf(self, token: str) -> float:
+        return 1.0
+
+
+@dataclass
+class Part:
+    """One part of the question: its search text, the aspects it asks (one for a part of a composite question, all
+    of them for the question itself), and its subjects (None: all of the question's)."""
+
+    text: str
+    aspects: list[str] = field(default_factory=list)
+    subjects: list[Term] | None = None
+
+
+@dataclass
+class Evidence:
+    hit: Hit
+    text: str  # verbatim from hit.text
+    path: list[str]  # the headings over it
+    aspect: str  # the aspect asked that it answers ("" for a question without one)
+    score: float
+    by_heading: bool  # a heading over it names the aspect
+    matched: list[str] = field(default_factory=list)  # the decisive terms it contains
+    kind: str = "sentence"
+
+
+@dataclass
+class Weighted:
+    term: Term
+    weight: float
+    tokens: list[str]  # sub-words: a partial match
+
+
+def judge(ask: Ask, part: Part, hits: list[Hit], stats: TermStats | None = None, lex: Lexicon | None = None):
+    """The evidence for one part of the question among the hits, best first ([] when no passage answers it)."""
+    lex = lex or get_lexicon()
+    stats = stats or FlatStats()
+    terms = _weigh(_terms_of(ask, part), stats)
+    if not terms:
+        return []
+    decisive = _decisive(terms)
+    bm25_top = max((h.bm25 or 0.0 for h in hits), default=0.0) or 1.0
+    sem_top = max((h.semantic or 0.0 for h in hits), default=0.0) or 1.0
+    found: list[Evidence] = []
+    for rank, hit in enumerate(hits):
+        evidence = _passage(ask, part, hit, terms, decisive, lex)
+        if evidence is None:
+            continue
+        search = 0.6 * (hit.bm25 or 0.0) / bm25_top + 0.4 * (hit.semantic or 0.0) / sem_top
+        evidence.score += 0.25 * search + 0.05 / (1 + rank)
+        found.append(evidence)
+    found.sort(key=lambda e: -e.score)
+    return _pick(found)
+
+
+def _decisive(terms: list[Weighted]) -> list[Weighted]:
+    """The question's rarest terms, at most MAX_DECISIVE: a passage that lacks one of them does not answer it. A
+    one-character word (停、洗) or a bare number is too loose a thing to decide on."""
+    eligible = [w for w in terms if len(w.term.text) >= 2 and not _NUMBER.match(w.term.text)]
+    if not eligible:
+        return []
+    heaviest = max(w.weight for w in eligible)
+    ranked = sorted((w for w in eligible if w.weight >= DECISIVE_SHARE * heaviest), key=lambda w: -w.weight)
+    return ranked[:MAX_DECISIVE]
+
+
+# --- weighing the question --------------------------------------------------------------------------------------
+
+
+def _terms_of(ask: Ask, part: Part) -> list[Term]:
+    if part.subjects is None:
+        return list(ask.terms)
+    others = [t for t in ask.terms if t not in ask.subjects]
+    return [*part.subjects, *others]
+
+
+def _weigh(terms: list[Term], stats: TermStats) -> list[Weighted]:
+    """Each term's weight: its idf in this KB, times how specific the word is in general Chinese."""
+    tokenizer = get_tokenizer()
+    unseen = _max_idf(stats)
+    weighted = []
+    for term in _known_pieces(terms, stats, tokenizer):
+        known = [
+            stats.idf(token)
+            for variant in term.variants
+            for token in _whole_or_parts(variant, tokenizer)
+            if stats.document_frequency(token)
+        ]
+        # The concept is as common as its most common name: min over the names the KB knows; unseen: the rarest.
+        weight = min(known) if known else unseen
+        if term.generic or (not known and _NUMBER.match(term.text)):  # 孩子; a number of the asker's own (200度)
+            weight *= GENERIC_WEIGHT
+        elif not term.entity:
+            weight *= _specificity(tokenizer.general_rarity(term.text))
+        parts = [tok for tok in tokenizer.tokenize(term.text) if len(tok) >= 2 and tok != term.text.lower()]
+        weighted.append(Weighted(term, weight, parts))
+    return weighted
+
+
+def _known_pieces(terms: list[Term], stats: TermStats, tokenizer) -> list[Term]:
+    """A word the KB has never seen is often a guess of jieba's (时先用, 药降): it counts by its dictionary words
+    of two characters or more; a real unknown word (维生素D, 大发作) stays whole."""
+    out: list[Term] = []
+    for term in terms:
+        if term.entity or stats.document_frequency(term.text.lower()) or not stats.size:
+            out.append(term)
+            continue
+        pieces = tokenizer.dictionary_words(term.text)
+        if len(pieces) == 1:
+            out.append(term)
+            continue
+        lex = get_lexicon()
+        for piece in pieces:
+            if (len(piece) >= 2 or (piece.isascii() and piece.isalnum())) and piece not in lex.function_words:
+                out.append(
+                    Term(piece, lex.variants(piece), entity=piece.lower() in lex.entities, inherited=term.inherited)
+                )
+    return out
+
+
+def _specificity(rarity: float) -> float:
+    """Everyday words (需要、办法、一共) weigh less than medical ones (麦粒肿、眼压): from 0.25 to 1 with the
+    word's rarity in general Chinese."""
+    return min(1.0, max(0.25, (rarity - COMMON_RARITY) / SPECIFIC_SPAN))
+
+
+def _whole_or_parts(variant: str, tokenizer) -> list[str]:
+    tokens = tokenizer.tokenize(variant)
+    return [variant] if variant in tokens else tokens
+
+
+def _max_idf(stats: TermStats) -> float:
+    return stats.idf("\x00never-a-token") if stats.size else 1.0
+
+
+# --- one passage ------------------------------------------------------------------------------------------------
+
+
+def match(weighted: Weighted, text: str) -> float:
+    """1 when the term or a synonym occurs in the (lower-cased) text, PARTIAL_MATCH for one of its sub-words."""
+    if any(_occurs(variant, text) for variant in weighted.term.variants):
+        return 1.0
+    if any(part in text for part in weighted.tokens):
+        return PARTIAL_MATCH
+    return 0.0
+
+
+def _occurs(term: str, text: str) -> bool:
+    if term.isascii():  # ASCII abbreviations count as whole words only: "AL" is not in "VAL"
+        return re.search(rf"(?<![a-z0-9]){re.escape(term)}(?![a-z0-9])", text) is not None
+    return term in text
+
+
+def _coverage(terms: list[Weighted], text: str) -> float:
+    total = sum(w.weight for w in terms) or 1.0
+    return sum(w.weight * match(w, text) for w in terms) / total
+
+
+def _passage(
+    ask: Ask, part: Part, hit: Hit, terms: list[Weighted], decisive: list[Weighted], lex: Lexicon
+) -> Evidence | None:
+    headings = " ".join([hit.title, *hit.heading_path, *(p for s in hit.segments for p in s.path)]).lower()
+    scope = f"{headings} {hit.text.lower()}"
+    coverage = _coverage(terms, scope)
+    if coverage < COVERAGE_FLOOR or not _covers_decisive(decisive, scope):
+        return None
+    subjects = [w for w in terms if w.term in (part.subjects or ask.subjects)] or terms
+    about = any(match(w, headings) == 1.0 for w in subjects)
+    best = None
+    for unit, path in _units(hit):
+        scored = _unit_score(ask, part, hit, unit, path, terms, lex)
+        if scored is not None and (best is None or scored[0] > best[0]):
+            best = (*scored, unit, path)
+    if best is None:
+        return None
+    unit_score, aspect_named, by_heading, unit, path = best
+    if part.aspects and not set(part.aspects) & lex.free_aspects and not aspect_named and not about:
+        return None  # a passage that only mentions the subject must name the aspect asked (干眼 ≠ 干眼的治疗)
+    if ask.wants_number and not _DIGIT.search(unit.text(hit.text)):
+        return None  # "多久 / 多少" is not answered by a passage whose answer holds no number
+    text = _with_context(hit.text, unit, _units(hit))
+    matched = [w.term.text for w in decisive if match(w, scope) == 1.0]
+    score = 0.3 * coverage + 0.45 * unit_score + 0.1 * about + 0.05 * by_heading
+    return Evidence(hit, text, path, aspect_named or "", score, by_heading, matched, unit.kind)
+
+
+def _covers_decisive(decisive: list[Weighted], scope: str) -> bool:
+    return all(match(w, scope) >= PARTIAL_MATCH for w in decisive)
+
+
+def _units(hit: Hit) -> list[tuple[Unit, list[str]]]:
+    """The hit's units with the heading path each sits under (the loader's segments; else the chunk's path)."""
+    headings = [(s.start, s.end) for s in hit.segments if s.heading]
+    if not hit.segments:  # a passage stored before segments existed: its own heading lines, by their text
+        names = {h.strip() for h in hit.heading_path}
+        offset = 0
+        for line in hit.text.split("\n"):
+            if line.strip() in names:
+                headings.append((offset, offset + len(line)))
+            offset += len(line) + 1
+    out = []
+    for unit in split_units(hit.text, headings):
+        segment = next((s for s in hit.segments if s.start <= unit.start < s.end), None)
+        out.append((unit, segment.path if segment else list(hit.heading_path)))
+    return out
+
+
+def _unit_score(
+    ask: Ask, part: Part, hit: Hit, unit: Unit, path: list[str], terms: list[Weighted], lex: Lexicon
+) -> tuple[float, str, bool] | None:
+    """(score, the aspect asked that is named over or in the unit ("" for none), named by a heading); None for units
+    that are no answer."""
+    text = unit.text(hit.text)
+    if unit.kind in ("heading", "header") or len(text.strip()) < MIN_UNIT_CHARS or not _has_words(text):
+        return None
+    lowered = text.lower()
+    context = " ".join([hit.title, *path]).lower()
+    score = 0.7 * _coverage(terms, f"{context} {lowered}") + 0.1 * _coverage(terms, lowered)
+    in_unit = set(part.aspects) & lex.passage_aspects(text)
+    if "定义" in part.aspects and _defines(ask, part, text):
+        in_unit.add("定义")
+    over = set(part.aspects) & {a for h in path for a in lex.passage_aspects(h)}
+    if in_unit:
+        score += 0.25
+    elif over:
+        score += 0.15
+    if ask.wants_number and _DIGIT.search(text):
+        score += 0.15
+    if set(part.aspects) & lex.list_aspects and unit.kind == "list":
+        score += 0.1
+    if text.rstrip().endswith(("：", ":")):  # a lead-in whose list is not in this passage
+        score -= 0.3
+    named = next((a for a in part.aspects if a in in_unit | over), "")
+    return score, named, bool(over)
+
+
+def _defines(ask: Ask, part: Part, text: str) -> bool:
+    subjects = part.subjects or ask.subjects
+    return any(re.search(rf"{re.escape(s.text)}[^。！？]{{0,6}}(?:{_DEFINES})", text) for s in subjects)
+
+
+def _has_words(text: str) -> bool:
+    return sum(1 for c in text if "\u4e00" <= c <= "\u9fff" or c.isalpha()) >= 4
+
+
+def _with_context(text: str, unit: Unit, units: list[tuple[Unit, list[str]]]) -> str:
+    """The unit, with the sentence before it when it opens with 它/其/这… (the pronoun needs its antecedent)."""
+    body = unit.text(text)
+    if not body.startswith(PRONOUN_START):
+        return body
+    index = next(i for i, (u, _) in enumerate(units) if u == unit)
+    previous = units[index - 1][0] if index > 0 else None
+    if previous is not None and previous.kind == "sentence" and unit.end - previous.start <= RUN_CHARS:
+        return text[previous.start : unit.end]
+    return body
+
+
+def _pick(found: list[Evidence]) -> list[Evidence]:
+    picked: list[Evidence] = []
+    for evidence in found:
+        if picked and evidence.score < RELATIVE_FLOOR * picked[0].score:
+            break
+        if any(p.text == evidence.text or p.text in evidence.text or evidence.text in p.text for p in picked):
+            continue
+        picked.append(evidence)
+        if len(picked) == MAX_EXTRACTS:
+            break
+    return picked

@@ -1,0 +1,150 @@
+"""The units of a passage a clinician reads as one statement: sentences, lists with their lead-in, table rows.
+
+    for unit in split_units(chunk_text, headings=[(0, 4)]):
+        unit.kind, unit.text(chunk_text), unit.items      # "list", "以下情况不宜验配：\n圆锥角膜\n…", ((s, e), …)
+
+One splitter for chunking, judging and reporting. It reads the text shape every loader writes
+(`clincite/ingest/loaders/base.py`): blocks separated by a blank line; a paragraph is a line; a list is a block with
+an item per line, after its lead-in line when it has one ("以下情况不宜验配："); a table is a header line
+"列名 | 列名" and rows "列名：值 | 列名：值". A unit is always a verbatim slice `text[start:end]`.
+
+- `sentence`: ends at 。！？!? (closing quotes and brackets stay with it), at a half-width period after Chinese text
+  (authors who type ". " between Chinese sentences), or at the end of its line. A semicolon does
+  not end a sentence: "以下情况不宜：A者；B者；C者。" is one statement, and cutting it would show one item of a
+  contraindication list as if it were all of it.
+- `list`: a lead-in sentence ending in "：" with every item after it, or the items alone; `items` gives each item.
+- `row` / `header`: a table row with its column names, and the header row (never an answer on its own).
+- `heading`: a heading line inside the text (offsets given by the caller, from the loaders' structure).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+UnitKind = Literal["sentence", "list", "row", "header", "heading"]
+
+SENTENCE_END = "。！？!?"
+CLOSERS = "”’」』）)】\"'"
+LEAD_IN_END = ("：", ":")
+CLAUSE_MARKS = "，、,；;：:"
+_ROW = re.compile(r"^[^|\n]{1,40}[：:][^\n]*?( \| [^|\n]{1,40}[：:])")  # 列名：值 | 列名：值
+_HEADER = re.compile(r"^[^：:|\n]{1,40}( \| [^：:|\n]{1,40})+$")  # 列名 | 列名
+_BLOCK = re.compile(r"(?:[^\n]|\n(?![ \t]*\n))+")
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    start: int
+    end: int
+    kind: UnitKind
+    items: tuple[tuple[int, int], ...] = ()  # a list's items (offsets), without its lead-in
+
+    def text(self, source: str) -> str:
+        return source[self.start : self.end]
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start
+
+
+def split_units(
+    text: str, headings: Iterable[tuple[int, int]] = (), start: int = 0, end: int | None = None
+) -> list[Unit]:
+    """Every unit of text[start:end] in order (offsets into `text`). `headings`: (start, end) of heading lines."""
+    heading_starts = {s for s, _ in headings}
+    units: list[Unit] = []
+    for block_start, block_end in _blocks(text, start, len(text) if end is None else end):
+        units += _block_units(text, block_start, block_end, heading_starts)
+    return units
+
+
+def sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Sentence offsets of text[start:end] (one line or a run of lines; a line end also ends a sentence)."""
+    end = len(text) if end is None else end
+    found: list[tuple[int, int]] = []
+    sentence_start = i = start
+    while i < end:
+        char = text[i]
+        if char in SENTENCE_END or char == "\n" or (char == "." and _ends_with_period(text, i, end)):
+            j = i + 1
+            while j < end and text[j] in CLOSERS:
+                j += 1
+            found += _trimmed(text, sentence_start, j)
+            sentence_start = i = j
+            continue
+        i += 1
+    found += _trimmed(text, sentence_start, end)
+    return found
+
+
+def _ends_with_period(text: str, i: int, end: int) -> bool:
+    """A half-width period ends a Chinese sentence ("…就好了. 以后…"), not a number (0.5), an abbreviation (e.g.) or
+    a Latin word."""
+    before = text[i - 1] if i > 0 else ""
+    after = text[i + 1] if i + 1 < end else " "
+    return _is_cjk(before) and (after.isspace() or _is_cjk(after))
+
+
+def _is_cjk(char: str) -> bool:
+    return "\u3400" <= char <= "\u9fff" or char in "）】」』”"
+
+
+def is_table_row(line: str) -> bool:
+    return bool(_ROW.match(line))
+
+
+def is_table_header(line: str) -> bool:
+    return bool(_HEADER.match(line))
+
+
+def ends_lead_in(text: str) -> bool:
+    return text.rstrip().endswith(LEAD_IN_END)
+
+
+# --- helpers ---------------------------------------------------------------------------------------------------
+
+
+def _blocks(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    return [(m.start(), m.end()) for m in _BLOCK.finditer(text, start, end) if m.group(0).strip()]
+
+
+def _lines(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    out, line_start = [], start
+    for i in range(start, end + 1):
+        if i == end or text[i] == "\n":
+            out += _trimmed(text, line_start, i)
+            line_start = i + 1
+    return out
+
+
+def _trimmed(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return [(start, end)] if start < end else []
+
+
+def _block_units(text: str, start: int, end: int, heading_starts: set[int]) -> list[Unit]:
+    lines = _lines(text, start, end)
+    units: list[Unit] = []
+    while lines and lines[0][0] in heading_starts:  # heading lines (a loader may put one right above its text)
+        units.append(Unit(*lines.pop(0), "heading"))
+    if not lines:
+        return units
+    line_texts = [text[s:e] for s, e in lines]
+    if all(is_table_row(t) or is_table_header(t) for t in line_texts) and any(is_table_row(t) for t in line_texts):
+        return units + [Unit(s, e, "header" if is_table_header(t) else "row") for (s, e), t in zip(lines, line_texts)]
+    if len(lines) == 1:
+        return units + [Unit(s, e, "sentence") for s, e in sentences(text, *lines[0])]
+    first, items = lines[0], lines[1:]
+    if ends_lead_in(line_texts[0]):
+        lead_sentences = sentences(text, *first)
+        units += [Unit(s, e, "sentence") for s, e in lead_sentences[:-1]]
+        lead_start = lead_sentences[-1][0] if lead_sentences else first[0]
+        return [*units, Unit(lead_start, items[-1][1], "list", tuple(items))]
+    # Lines without a lead-in: items of a list (a bulleted list, or lines broken on purpose).
+    return [*units, Unit(lines[0][0], lines[-1][1], "list", tuple(lines))]
