@@ -1,10 +1,11 @@
 """A fake LLM for the four ClinCite agents, served over real HTTP by `FakeOpenAIServer`.
 
-It answers each agent the way a well-behaved model would — sub-queries, verbatim extracts, a verdict, a report in the
-required format: like a model, it reads the user message it receives (`read_*` below turn the prompt text back into
-data) and answers with the offline reasoner's steps, so every byte still travels through the `openai` client and
-pydantic-ai. The same replies are available in-process as FunctionModels (`in_process_models`). Agents are told
-apart by model name (see `llm_settings`).
+It answers each agent the way a plain, well-behaved model would — sub-queries, verbatim extracts, a verdict, a report
+in the required format. Like a model, it reads the user message it receives (`read_*` below turn the prompt text back
+into data) and answers by simple rules of its own: shared wording, never the offline answerer's relevance rules (a test
+of the LLM path would otherwise test the offline answerer again). Every byte travels through the `openai` client and
+pydantic-ai. The same replies are available in-process as FunctionModels (`in_process_models`). Agents are told apart
+by model name (see `llm_settings`).
 Faults and latency are injected per agent:
 
     llm = ClinicalLLM()
@@ -34,10 +35,10 @@ from pydantic_ai.messages import ModelRequest, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
 from clincite.core.settings import Settings
-from clincite.core.shapes import ChatTurn, Hit, RelevantExtract, SubQuery, SubQueryAnalysis
+from clincite.core.shapes import ChatTurn, RelevantExtract, SubQuery, SubQueryAnalysis
 from clincite.llm import prompts as fmt
 from clincite.llm.prompts import load_prompt
-from clincite.offline import OfflineReasoner
+from clincite.report.format import EvidenceItem, compose
 
 AGENTS = ("decomposition", "relevance_judge", "sufficiency_judge", "answer_generation")
 # Output tokens per call of a gpt-4.1-like model: 2–3 short sub-queries as JSON; one verbatim sentence and a
@@ -75,6 +76,7 @@ class ClinicalLLM:
     latency: dict[str, AgentLatency] = field(default_factory=dict)
     verdict: dict | None = None  # force the sufficiency judge's output
     insufficient: Callable[[str], bool] | None = None  # questions for which the sufficiency judge asks for stage 2
+    nothing_on: Callable[[str], bool] | None = None  # sub-queries the judge finds no extract for, whatever it reads
     calls: dict[str, int] = field(default_factory=lambda: dict.fromkeys(AGENTS, 0))
 
     def __call__(self, request: ChatRequest) -> Reply:
@@ -96,6 +98,9 @@ class ClinicalLLM:
         if agent == "decomposition":
             return Reply(output=decompose_reply(prompt))
         if agent == "relevance_judge":
+            sub_query = section(prompt, fmt.SUB_QUERY, [fmt.ORIGINAL_QUESTION])
+            if self.nothing_on and self.nothing_on(read_sub_query(sub_query).text):
+                return Reply(output={"extracts": [], "sub_answer": "片段中没有相关内容。", "confidence": "low"})
             return Reply(output=judge_reply(prompt))
         if agent == "sufficiency_judge":
             return Reply(output=self._verdict(prompt))
@@ -120,13 +125,55 @@ class ClinicalLLM:
         return sufficiency_reply(prompt)
 
 
-# --- the model reads its prompt (the formats of clincite/prompts.py) and answers with the offline steps -----------
+# --- the model reads its prompt (the formats of clincite/llm/prompts.py) and answers by rules of its own -----------
 
-REASONER = OfflineReasoner(notice="")
 _SUB_QUERY = re.compile(r"^(\S+?)｜(.*?)(?:（维度：([^）]*)）)?$")
 _FRAGMENT = re.compile(r'<片段 id="([^"]*)" 来源="([^"]*)" 标题="([^"]*)">\n(.*?)\n</片段>', re.S)
 _EXTRACT = re.compile(r"^- 《([^》]+)》“(.*)”$")
 _EVIDENCE = re.compile(r"^\[E\d+\] 《([^》]+)》“(.*)”（子查询：(.*)）$")
+_SENTENCE = re.compile(r"[^。！？!?\n]+[。！？!?]?")
+# What the fake model knows of question wording: aspects people ask about, and words that only frame a question.
+ASPECTS = {
+    "效果": "疗效",
+    "疗效": "疗效",
+    "有效": "疗效",
+    "副作用": "不良反应",
+    "不良反应": "不良反应",
+    "安全": "不良反应",
+    "禁忌": "禁忌证",
+    "不适合": "禁忌证",
+    "适合": "适应证",
+    "适应证": "适应证",
+    "复查": "随访",
+    "随访": "随访",
+    "用法": "用法用量",
+    "剂量": "用法用量",
+    "风险": "风险",
+    "并发症": "风险",
+    "感染": "风险",
+}
+FRAMING = (
+    "请问",
+    "分别是什么",
+    "分别",
+    "是什么",
+    "有哪些",
+    "哪些",
+    "怎么样",
+    "如何",
+    "怎么",
+    "吗",
+    "呢",
+    "？",
+    "?",
+    "。",
+)
+FOLLOW_UP_OPENERS = ("那么", "那", "它的", "它", "其", "这种", "该")
+SUBJECT_END = ("控制", "的", "有", "是", "能", "会", "怎么", "如何", "多久", "适合", "不适合", "对")
+JUDGE_EXTRACTS = 2
+MIN_OVERLAP = 3  # character pairs a sentence (with its fragment's title) must share with the sub-query
+OVERLAP_SHARE = 0.3  # … and at least this share of the sub-query's pairs
+MIN_SENTENCE = 8
 
 
 def section(prompt: str, marker: str, next_markers: list[str]) -> str:
@@ -154,22 +201,61 @@ def read_sub_query(line: str) -> SubQuery:
     return SubQuery(id=match.group(1), text=match.group(2), focus=match.group(3) or "")
 
 
+def _plain(question: str) -> str:
+    for word in FRAMING:
+        question = question.replace(word, "")
+    return question.strip()
+
+
+def _subject(question: str) -> str:
+    """The words before the first verb-like word: "低浓度阿托品控制近视的效果如何" → "低浓度阿托品"."""
+    text = _plain(question)
+    cut = min((i for i in (text.find(w) for w in SUBJECT_END) if i > 0), default=len(text))
+    return text[:cut]
+
+
 def decompose_reply(prompt: str) -> dict:
+    """One sub-query per aspect word the question names (two or more), else the question itself; a follow-up that
+    opens with 那/它 gets the previous question's subject in front."""
     question = section(prompt, fmt.QUESTION, [])
-    history = read_history(section(prompt, fmt.HISTORY, [fmt.QUESTION]))
-    return {"sub_queries": [d.model_dump() for d in REASONER.plan(question, history)]}
+    previous = [t.content for t in read_history(section(prompt, fmt.HISTORY, [fmt.QUESTION])) if t.role == "user"]
+    text = _plain(question)
+    if previous and question.startswith(FOLLOW_UP_OPENERS):
+        for opener in FOLLOW_UP_OPENERS:
+            text = text.removeprefix(opener)
+        text = _subject(previous[-1]) + text.lstrip("的")
+    named = list(dict.fromkeys(aspect for word, aspect in ASPECTS.items() if word in text))
+    if len(named) >= 2:
+        subject = _subject(text)
+        return {"sub_queries": [{"text": f"{subject}的{aspect}", "focus": aspect} for aspect in named]}
+    return {"sub_queries": [{"text": text or question, "focus": named[0] if named else "综合"}]}
+
+
+def _bigrams(text: str) -> set[str]:
+    return {
+        text[i : i + 2] for i in range(len(text) - 1) if not set(text[i : i + 2]) & set("，。、；：？！的了是在和与及")
+    }
 
 
 def judge_reply(prompt: str) -> dict:
+    """The sentences of the fragments that share the most wording with the sub-query, copied verbatim."""
     sub_query = read_sub_query(section(prompt, fmt.SUB_QUERY, [fmt.ORIGINAL_QUESTION]))
-    question = section(prompt, fmt.ORIGINAL_QUESTION, [fmt.FRAGMENTS])
-    hits = []
+    wanted = _bigrams(sub_query.text)
+    subject = _bigrams(_subject(sub_query.text))
+    needed = max(MIN_OVERLAP, round(OVERLAP_SHARE * len(wanted)))
+    scored = []
     for chunk_id, source, title, text in _FRAGMENT.findall(prompt):
-        title, *headings = title.split(" > ")
-        hits.append(
-            Hit(chunk_id=chunk_id, source=source, title=title, heading_path=headings, text=text, found_by=["bm25"])
-        )
-    return REASONER.assess(sub_query, question, [], hits).model_dump()
+        context = _bigrams(title)
+        for sentence in (s.strip() for s in _SENTENCE.findall(text)):
+            shared = wanted & (_bigrams(sentence) | context)
+            about = not subject or bool(subject & shared)  # it speaks of what the sub-query is about
+            if len(sentence) >= MIN_SENTENCE and sentence[-1] in "。！？!?" and len(shared) >= needed and about:
+                scored.append((len(shared), len(scored), chunk_id, source, sentence))
+    best = sorted(scored, key=lambda s: (-s[0], s[1]))[:JUDGE_EXTRACTS]
+    if not best:
+        return {"extracts": [], "sub_answer": "片段中没有相关内容。", "confidence": "low", "missing": [sub_query.text]}
+    extracts = [{"chunk_id": cid, "source": source, "text": sentence} for _, _, cid, source, sentence in best]
+    return {"extracts": extracts, "sub_answer": best[0][4], "confidence": "high", "missing": []}
 
 
 def read_analyses(prompt: str) -> list[SubQueryAnalysis]:
@@ -191,38 +277,35 @@ def read_analyses(prompt: str) -> list[SubQueryAnalysis]:
 
 
 def sufficiency_reply(prompt: str) -> dict:
-    """Like the prompt asks ("默认判定为充分", stage 2 in < 20 % of questions): sufficient when any evidence was found;
-    otherwise the offline verdict, which asks for one more search per aspect."""
-    limit = int(section(prompt, fmt.ADDITIONAL_LIMIT, []) or 0)
-    analyses = read_analyses(prompt)
-    if any(a.extracts for a in analyses):
-        return {
-            "sufficient": True,
-            "confidence": "medium",
-            "covered_aspects": [a.sub_query.focus for a in analyses if a.extracts],
-            "missing_key_aspects": [],
-            "additional_sub_queries": [],
-            "reasoning": "摘录覆盖了问题的核心要点。",
-        }
-    return REASONER.verdict(analyses, limit).model_dump()
+    """Like the prompt asks ("默认判定为充分", stage 2 in < 20 % of questions): sufficient, whether the evidence covers
+    the question or the KB plainly has nothing on it (a second search with other words would find the same). Tests
+    that need stage 2 script the verdict (`ClinicalLLM.verdict`, `ClinicalLLM.insufficient`)."""
+    covered = [a.sub_query.focus for a in read_analyses(prompt) if a.extracts]
+    return {
+        "sufficient": True,
+        "confidence": "medium" if covered else "low",
+        "covered_aspects": covered,
+        "missing_key_aspects": [],
+        "additional_sub_queries": [],
+        "reasoning": "摘录覆盖了问题的核心要点。" if covered else "知识库中没有相关内容，再检索也不会有。",
+    }
 
 
 def answer_reply(prompt: str) -> str:
-    """The extractive report from the 【证据摘录】 lines, with the 证据缺口 line when the prompt lists gaps."""
-    grouped: dict[str, list[RelevantExtract]] = {}
+    """A report in the required format from the 【证据摘录】 lines: the first excerpt leads the TL;DR, every excerpt is
+    an evidence item quoted as given, and the 证据缺口 line names the gaps the prompt lists."""
+    items: list[EvidenceItem] = []
+    conclusion: list[str] = []
     for line in section(prompt, fmt.EVIDENCE, [fmt.GAPS]).splitlines():
         if match := _EVIDENCE.match(line):
-            grouped.setdefault(match.group(3), []).append(
-                RelevantExtract(source=match.group(1), chunk_id="", text=match.group(2))
-            )
-    analyses = [
-        SubQueryAnalysis(
-            sub_query=SubQuery(id=f"q{i}", text=text), sub_answer="", extracts=extracts, confidence="medium"
-        )
-        for i, (text, extracts) in enumerate(grouped.items(), 1)
-    ]
+            source, quote, sub_query = match.groups()
+            items.append(EvidenceItem(len(items) + 1, sub_query, f"该段原文回答了“{sub_query}”。", source, quote))
+            conclusion.append(f"- **{sub_query}**：{quote}【{len(items)}】")
     gaps = [g for g in section(prompt, fmt.GAPS, []).split("、") if g]
-    return REASONER.report(analyses, gaps)
+    if not items:
+        return compose("未找到可引用的原文。", [], gaps, [])
+    lead = _SENTENCE.findall(items[0].quote)[0].strip() if _SENTENCE.findall(items[0].quote) else items[0].quote
+    return compose(f"{lead}【1】", conclusion, gaps, items)
 
 
 def _last_prompt(messages) -> str:

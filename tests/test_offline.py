@@ -97,16 +97,24 @@ async def test_a_keyword_stuffed_document_does_not_take_over_the_answer(tmp_path
     assert {c.source for c in result.citations} == {"低浓度阿托品临床应用指南（演示）"}
 
 
-def test_question_analysis_finds_topic_aspects_and_follow_ups():
+def test_question_analysis_finds_subject_aspects_and_follow_ups():
     ask = analyse("哪些孩子不适合验配角膜塑形镜？")
     assert ask.subject == "角膜塑形镜" and ask.aspects == ["禁忌证"]
+    assert not {"哪些", "不适合", "？"} & {t.text for t in ask.terms}, "question words never become terms"
     assert analyse("重复低强度红光治疗有哪些安全风险？").subject == "重复低强度红光治疗"  # 治疗 is in the name
-    assert analyse("青光眼的激光治疗方式有哪些？").aspects == ["治疗"]
+    assert analyse("低浓度阿托品的效果和副作用分别是什么？").aspects == ["疗效", "不良反应"]
     follow_up = analyse("那它的感染风险怎么预防？", previous=["哪些孩子不适合验配角膜塑形镜？"])
-    assert follow_up.inherited == "角膜塑形镜" and follow_up.aspects == ["风险与并发症", "注意事项"]
+    assert follow_up.follow_up and follow_up.subject == "角膜塑形镜"
+    assert "风险与并发症" in follow_up.aspects
     assert analyse("这种治疗安全吗？", previous=["重复低强度红光治疗控制近视的效果如何？"]).aspects == ["不良反应"]
-    assert analyse("停药后会反弹吗？", previous=["低浓度阿托品滴眼液怎么用？"]).inherited == "低浓度阿托品滴眼液"
-    assert analyse("户外活动每天多长时间可以预防近视？").aspects == [], "预防近视 is the goal, not an aspect"
+    assert analyse("停药后会反弹吗？", previous=["低浓度阿托品滴眼液怎么用？"]).subject == "低浓度阿托品滴眼液"
+    # A new subject is its own question, even one the lexicon does not know (issue 23: 维生素D after 红光).
+    new_subject = analyse("补充维生素D有用吗？", previous=["重复低强度红光治疗有哪些安全风险？"])
+    assert not new_subject.follow_up and "维生素D" in {t.text for t in new_subject.terms}
+    assert "重复低强度红光治疗" not in {t.text for t in new_subject.terms}
+    # "能不能" asks whether: it is not the contraindication word 不能.
+    assert analyse("OK镜能不能用自来水洗？").aspects == []
+    assert analyse("户外活动每天多长时间？").quantity == "时间"
 
 
 async def test_a_pdf_passage_is_quoted_by_its_sentences_not_its_heading(tmp_path):

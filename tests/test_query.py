@@ -146,7 +146,10 @@ async def test_offline_report_has_three_sections_and_every_quote_verifies(offlin
     assert result.coverage.status == "answered"
     streamed = "".join(e.text for e in events if isinstance(e, AnswerToken))
     assert streamed == result.answer
-    assert [sq.text for sq in result.sub_queries] == ["低浓度阿托品的疗效 效果", "低浓度阿托品的不良反应 副作用"]
+    # One sub-query per aspect asked, each about the subject, no question words ("的效果和副作用？" is not searched).
+    assert [sq.focus for sq in result.sub_queries] == ["疗效", "不良反应"]
+    assert all(sq.text.startswith("低浓度阿托品") for sq in result.sub_queries)
+    assert not any(word in sq.text for sq in result.sub_queries for word in ("？", "和", "的效果"))
     assert result.timings["ttft"] <= result.timings["total"]
     assert {"decomposition", "search", "judgement", "sufficiency", "answer"} <= set(result.timings)
 

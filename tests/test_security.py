@@ -89,10 +89,12 @@ PIXELS = PixelServer()
 
 
 def first_run_library(data: Path) -> dict[str, str]:
-    """The app's library: one document of our making, its image and link pointing at the pixel server."""
+    """The app's library: one document of our making, its image and link pointing at the pixel server. A plain-text
+    file keeps that markup as its text (a Markdown file's own markup is removed at ingest, tests/test_loaders.py), so
+    it reaches every place a passage is shown, where it must stay inert."""
     docs = data / "docs"
     docs.mkdir()
-    (docs / "阿托品使用要点（测试）.md").write_text(DOCUMENT.format(port=PIXELS.port()), encoding="utf-8")
+    (docs / "阿托品使用要点（测试）.txt").write_text(DOCUMENT.format(port=PIXELS.port()), encoding="utf-8")
     return {"SAMPLE_KB_DIR": str(docs)}
 
 

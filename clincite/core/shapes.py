@@ -101,10 +101,12 @@ class DecompositionOutput(BaseModel):
 
 
 class ExtractBasis(BaseModel):
-    """Why an extract was kept: the title of its evidence item and its 说明 (where it stands and why it answers)."""
+    """Why an extract was kept: the title of its evidence item and its 说明 (where it stands and why it answers), and
+    the part of it that answers (the TL;DR's lead; "" when the whole extract is that part)."""
 
     title: str
     explanation: str
+    lead: str = ""
 
 
 class ExtractDraft(BaseModel):
@@ -148,7 +150,9 @@ class RelevantExtract(BaseModel):
     source: str
     chunk_id: str
     text: str
-    basis: ExtractBasis | None = None  # the offline judge says why; the LLM judge's extracts carry none
+    # The offline judge says why; the LLM judge's extracts carry none. Not part of the JSON (CONTRACTS: source,
+    # chunk_id, text): it only feeds the report written from the same analysis.
+    basis: ExtractBasis | None = Field(default=None, exclude=True)
 
 
 class SubQueryAnalysis(BaseModel):

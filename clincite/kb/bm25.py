@@ -130,22 +130,28 @@ class BM25Index:
 
     def scores(self, concepts: list[list[list[str]]]) -> np.ndarray | None:
         """BM25 of every passage for a query given as concepts (`Tokenizer.query_groups`): each concept counts by
-        its best alternative (an alternative: the summed scores of its tokens); concepts add up. None: no term of
-        the query is in the index."""
+        its best alternative (an alternative: the summed scores of its tokens, weighed as the concept's commonest
+        name); concepts add up. None: no term of the query is in the index."""
         if self._retriever is None:
             return None
         vocab = self._retriever.vocab_dict
         total = None
         for alternatives in concepts:
+            known = [
+                (ids, sum(self.idf(t) for t in dict.fromkeys(tokens) if t in vocab))
+                for tokens in [*alternatives, *self._prefixed(alternatives)]
+                if (ids := list(dict.fromkeys(vocab[t] for t in tokens if t in vocab)))
+            ]
+            if not known:
+                continue
+            # Every name of a concept weighs like its commonest: a passage saying "角膜塑形镜" is not worth less
+            # than one saying "OK镜" because fewer passages use the abbreviation.
+            common = min(idf for _, idf in known)
             best = None
-            for tokens in [*alternatives, *self._prefixed(alternatives)]:
-                ids = list(dict.fromkeys(vocab[t] for t in tokens if t in vocab))
-                if not ids:
-                    continue
-                scores = self._retriever.get_scores(ids)
+            for ids, idf in known:
+                scores = self._retriever.get_scores(ids) * (common / idf if idf else 1.0)
                 best = scores if best is None else np.maximum(best, scores, out=best)
-            if best is not None:
-                total = best if total is None else total + best
+            total = best if total is None else total + best
         return total
 
     def _prefixed(self, alternatives: list[list[str]]) -> list[list[str]]:

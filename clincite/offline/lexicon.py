@@ -28,6 +28,7 @@ class Lexicon:
     function_words: set[str]  # question and framing words: never a search term, never a relevance test
     generic: set[str]  # words that never identify a topic (weighed low)
     quantity_words: set[str]  # the question asks for a number
+    quantities: dict[str, tuple[list[str], list[str]]]  # kind → (words asking for it, units an answer carries)
     joiners: set[str]  # "A和B": the words that join two subjects
     split_words: set[str]  # "A和B分别…": each subject asked about on its own
     follow_up: list[str]
@@ -51,11 +52,18 @@ class Lexicon:
         for cue in self._cues_by_length:
             start = text.find(cue)
             while start >= 0:
-                if not any(taken[start : start + len(cue)]):
+                if not any(taken[start : start + len(cue)]) and not _asks_either(text, start, cue):
                     found.add(self.passage_cues[cue])
                     taken[start : start + len(cue)] = [True] * len(cue)
                 start = text.find(cue, start + 1)
         return found
+
+    def quantity_asked(self, question: str) -> str:
+        """The kind of number a question asks for (时间、剂量、年龄 …), "number" for a bare 多少/几, else ""."""
+        found = [
+            (len(word), kind) for kind, (words, _) in self.quantities.items() for word in words if word in question
+        ]
+        return max(found)[1] if found else ""
 
     def aspect_of(self, cue: str) -> str:
         """The aspect a question word asks for ("" when none): exact, else by its ending (激光治疗 → 治疗)."""
@@ -71,6 +79,15 @@ class Lexicon:
             if any(lowered == t.lower() for t in group):
                 out += [t.lower() for t in group if t.lower() not in out]
         return out
+
+
+def _asks_either(text: str, start: int, cue: str) -> bool:
+    """ "适合不适合佩戴…的儿童" names one group (those who cannot wear it): the 不适合 of an "A不A" pair is no
+    contraindication cue."""
+    if not cue.startswith("不") or len(cue) < 2:
+        return False
+    positive = cue[1:]
+    return text[max(0, start - len(positive)) : start] == positive
 
 
 def load_lexicon(lexicon_dir: Path = LEXICON_DIR) -> Lexicon:
@@ -94,6 +111,7 @@ def load_lexicon(lexicon_dir: Path = LEXICON_DIR) -> Lexicon:
         function_words=set(raw["function_words"]),
         generic=set(raw["generic"]),
         quantity_words=set(raw["quantity_words"]),
+        quantities={kind: (q["ask"], q["units"]) for kind, q in raw["quantities"].items()},
         joiners=set(raw["comparison_joiners"]),
         split_words=set(raw["split_words"]),
         follow_up=sorted(raw["follow_up"], key=len, reverse=True),

@@ -21,6 +21,14 @@ from clincite.text.tokenizer import get_tokenizer
 
 TRAILING = "？?。！!，,、 ；;：:"
 PARTICLES = ("吗", "呢", "吧", "啊", "呀")
+ASKING_FORMS = {
+    "能不能": "能否",
+    "可不可以": "可否",
+    "会不会": "会否",
+    "要不要": "要否",
+    "是不是": "是否",
+    "有没有": "有否",
+}
 SWITCH_WORDS = {"那", "那么", "还有", "另外"}
 OWNERS = {
     "我",
@@ -55,15 +63,21 @@ class Ask:
     terms: list[Term] = field(default_factory=list)
     aspects: list[str] = field(default_factory=list)
     cues: list[str] = field(default_factory=list)  # the words the question used for its aspects (复查, 不适合)
-    wants_number: bool = False  # 多久、多少、几岁 …
+    quantity: str = ""  # the number asked for: a kind of lexicon.quantities (时间、剂量 …), "number", or ""
     follow_up: bool = False
     joined: bool = False  # "A和B": two subjects joined
     each: bool = False  # "分别、各自": every subject (or aspect) answered on its own
 
     @property
+    def wants_number(self) -> bool:
+        return bool(self.quantity)
+
+    @property
     def subjects(self) -> list[Term]:
-        """The terms that name what is asked about: domain terms, else every non-generic term."""
-        specific = [t for t in self.terms if not t.generic]
+        """The terms that name what is asked about: domain terms, else every non-generic term (停药、副作用 and the
+        like are aspects of a subject, not subjects)."""
+        lex = get_lexicon()
+        specific = [t for t in self.terms if not t.generic and t.text.lower() not in lex.not_subjects]
         return [t for t in specific if t.entity] or specific
 
     @property
@@ -75,15 +89,23 @@ class Ask:
         return "".join(t.text for t in self.terms) or self.resolved
 
     def search_text(self, aspect: str = "", subjects: list[Term] | None = None) -> str:
-        """What search gets: content terms (subjects first), the aspect and the question's own words for it."""
-        chosen = subjects if subjects is not None else self.terms
-        words = [t.text for t in chosen]
-        if subjects is not None:
-            words += [t.text for t in self.terms if t not in self.subjects]
+        """What search gets, readable as a sub-query: "离焦框架眼镜的禁忌证", then the question's other content words
+        and its own words for the aspect ("不适合"); never a question word."""
+        chosen = subjects if subjects is not None else self._heads()
+        head = "、".join(t.text for t in chosen)
         if aspect:
-            lex = get_lexicon()
-            words += [aspect] + [c for c in self.cues if lex.aspect_of(c) == aspect and c != aspect]
-        return " ".join(dict.fromkeys(w for w in words if w)) or self.resolved
+            head = f"{head}的{aspect}" if head else aspect
+        lex = get_lexicon()
+        rest = [t.text for t in self.terms if t not in chosen and (subjects is None or t not in self.subjects)]
+        rest.sort(key=lambda word: word not in self.resolved)  # the question's own order, inherited words first
+        rest += [c for c in self.cues if lex.aspect_of(c) == aspect and c != aspect] if aspect else []
+        return " ".join(dict.fromkeys(w for w in [head, *rest] if w)) or self.resolved
+
+    def _heads(self) -> list[Term]:
+        """What a part of the question is about: "A和B" both, else the one most specific subject."""
+        if self.joined:
+            return self.subjects
+        return [t for t in self.subjects if t.text == self.subject][:1]
 
     def sub_queries(self) -> list[tuple[str, str, list[Term] | None]]:
         """(search text, aspect, subjects) per part of the question: one per aspect when several are asked, one per
@@ -102,14 +124,21 @@ def analyse(question: str, previous: list[str] | None = None, lexicon: Lexicon |
     """Analyse a question; `previous` are the earlier user questions of the chat, oldest first."""
     lex = lexicon or get_lexicon()
     text = question.strip().strip(TRAILING)
+    text = _space_after_opener(_normalise_asking(text), lex)
     while text.endswith(PARTICLES) and len(text) > 1:  # 有用吗 → 有用: a particle glued to the last word
         text = text[:-1].rstrip(TRAILING)
     tokens = _merge(_words(text), lex)
     ask = Ask(question=question, resolved=text)
     marker = _classify(ask, tokens, lex)
+    ask.quantity = lex.quantity_asked(text) or ask.quantity
     if not previous:
         return ask
     own_subject = _has_specific(ask.terms, lex)
+    named = any((t.entity or t.text.isascii()) and not t.generic for t in ask.terms)
+    if marker == "switch" and not named:
+        marker = "refer"  # 那每天要戴多久？ names no new subject: it asks on about the last one
+    if _short(text) and question.strip().rstrip(TRAILING).endswith("呢"):
+        marker = marker or "refer"  # 双眼的呢？ — the last question, narrowed
     if marker == "refer" or (not own_subject and (marker or ask.aspects or _short(text))):
         before = analyse(previous[-1], previous[:-1], lex)
         _inherit_subject(ask, before, text, lex)
@@ -121,19 +150,38 @@ def analyse(question: str, previous: list[str] | None = None, lexicon: Lexicon |
 
 def _inherit_subject(ask: Ask, before: Ask, text: str, lex: Lexicon) -> None:
     """它/其/这种…, or no subject of its own (那副作用呢？): the previous question's subject is this one's too."""
-    inherited = [Term(t.text, t.variants, t.entity, t.generic, inherited=True) for t in before.subjects]
+    # The previous subject (角膜塑形镜 of "哪些孩子不适合验配角膜塑形镜"), or both of "A和B"; not its other words.
+    named = before.subjects if before.joined else [t for t in before.subjects if t.text == before.subject]
+    inherited = [Term(t.text, t.variants, t.entity, t.generic, inherited=True) for t in named]
     if not inherited:
         return
     own = {t.text for t in ask.terms}
     ask.terms = [*[t for t in inherited if t.text not in own], *ask.terms]
     ask.follow_up = True
     ask.resolved = before.subject + _strip_markers(text, lex)
-    if not ask.aspects and not _has_specific([t for t in ask.terms if not t.inherited], lex):
+    own_ask = ask.aspects or ask.quantity or any(not t.inherited and not t.generic for t in ask.terms)
+    if not own_ask:
         ask.aspects, ask.cues = list(before.aspects), list(before.cues)  # 停药后呢？ asks what the last one asked
 
 
 def _short(text: str) -> bool:
     return len(text) <= SHORT_FOLLOW_UP
+
+
+def _normalise_asking(text: str) -> str:
+    """ "能不能用" asks whether it can be used; read as 不能用 (a 禁忌证 word) it would ask the opposite."""
+    for asking, plain in ASKING_FORMS.items():
+        text = text.replace(asking, plain)
+    return text
+
+
+def _space_after_opener(text: str, lex: Lexicon) -> str:
+    """ "那配了以后…", "它会…": jieba would glue a word that points back to the next word; split it off."""
+    for word in lex.follow_up:
+        if text.startswith(word) and len(text) > len(word):
+            text = f"{word} {text[len(word) :]}"
+            break
+    return re.sub(r"它(?=[^们\s])", "它 ", text)
 
 
 def _words(text: str) -> list[str]:
@@ -178,22 +226,28 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon) -> str:
             skip = False
             continue
         lowered = token.lower()
-        if token in lex.quantity_words or _ASKS_NUMBER.match(token):
-            ask.wants_number = True
+        if token in lex.quantity_words or _ASKS_NUMBER.match(token) or _is_quantity_ask(token, lex):
+            ask.quantity = ask.quantity or "number"
+            continue  # 多久、几分钟、多少度 say what kind of answer is wanted, not what a passage must contain
         if token in lex.follow_up:
-            marker = marker or ("switch" if token in SWITCH_WORDS else "refer")
+            marker = "refer" if token not in SWITCH_WORDS else marker or "switch"  # 它 anywhere refers back
             following = tokens[index + 1] if index + 1 < len(tokens) else ""
             # 这种治疗 / 该药: the noun after a demonstrative names the previous topic, not a subject of its own.
-            skip = token in lex.demonstratives and bool(following) and following not in lex.ask_cues
+            skip = token in lex.demonstratives and bool(following) and following not in lex.function_words
             continue
         if token in lex.joiners:
-            ask.joined = True
+            # "A和B": a joiner between two subjects (not "效果和副作用", two aspects of one subject)
+            before_term = bool(ask.terms) and ask.terms[-1].text == _last_content(tokens[:index], lex)
+            after = tokens[index + 1] if index + 1 < len(tokens) else ""
+            ask.joined = ask.joined or (before_term and bool(after) and after not in lex.ask_cues)
             continue
         if token in lex.split_words:
             ask.each = True
             continue
         if token in lex.ask_cues:
             _add_cue(ask, token, lex)
+            continue
+        if token in lex.function_words:  # 能不能 is a question word, not 不能 (禁忌证)
             continue
         cue = next((c for c in lex.ask_cues if len(c) >= 2 and token.endswith(c) and len(token) > len(c)), None)
         if cue and lowered not in lex.entities:  # 激光治疗 → 激光 + the aspect 治疗
@@ -207,6 +261,18 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon) -> str:
     if ask.joined and len(ask.subjects) < 2:
         ask.joined = False
     return marker
+
+
+def _is_quantity_ask(token: str, lex: Lexicon) -> bool:
+    return any(token == word for words, _ in lex.quantities.values() for word in words)
+
+
+def _last_content(tokens: list[str], lex: Lexicon) -> str:
+    """The last token before a joiner that is not a function word (the one the joiner attaches to)."""
+    for token in reversed(tokens):
+        if token not in lex.function_words and token not in get_tokenizer().stopwords:
+            return token
+    return ""
 
 
 def _add_cue(ask: Ask, cue: str, lex: Lexicon) -> None:

@@ -207,4 +207,5 @@ def _basis(ask: Ask, part: Part, evidence: Evidence) -> ExtractBasis:
         reasons.append("为表格中的对应一行（含列名）")
     where = f"原文位于“{_where(evidence)}”"
     explanation = "；".join([where, *reasons]) + "。"
-    return ExtractBasis(title=title, explanation=explanation.replace("《", "“").replace("》", "”"))
+    explanation = explanation.replace("《", "“").replace("》", "”")
+    return ExtractBasis(title=title, explanation=explanation, lead=evidence.lead)

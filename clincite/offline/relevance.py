@@ -31,6 +31,8 @@ from clincite.text.units import Unit, split_units
 
 COVERAGE_FLOOR = 0.55  # a passage must cover at least this share of the question's term weight
 MAX_DECISIVE = 2
+DECIDING_RARITY = 11.0  # general-Chinese rarity (Tokenizer.general_rarity) from which a word may decide
+UNSEEN_DECIDING_RARITY = 9.5  # … or, for a word this library never uses (品牌 in a library without brands), this
 DECISIVE_SHARE = 0.6  # a term weighing this share of the heaviest one is decisive: some passage must contain it
 PARTIAL_MATCH = 0.5  # a term matched only by one of its sub-words (红光 for 红光治疗)
 GENERIC_WEIGHT = 0.3  # 孩子、方法 … weigh this share of their idf
@@ -39,8 +41,12 @@ SPECIFIC_SPAN = 5.0  # … and how much rarer it must be to count fully (需要 
 RELATIVE_FLOOR = 0.75  # an extract scoring below this share of the best one for its part is left out
 MAX_EXTRACTS = 2
 MIN_UNIT_CHARS = 6
-RUN_CHARS = 220  # a unit may take its neighbour along when both answer, up to about this many characters
+LABEL_CHARS = 20  # a sentence shorter than this without an ending is a heading or a label
+RUN_CHARS = 260  # a unit takes the sentences that carry on its answer along, up to about this many characters
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述", "这些", "但", "而")
+ANNOUNCES = ("以下", "如下", "下列", "包括", "分为", "有几点", "几种")  # the answer follows this sentence
+CARRY_ON = ("另外", "此外", "同时", "并且", "而且", "其中", "因此", "所以", "但", "①", "②", "③", "1.", "2.", "3.")
+_NUMBER_GAP = r"[\d.,，～~至到\-–—一二三四五六七八九十两半百千万个多余左右约\s]{0,8}?"  # 1至3个、两三
 _NUMBER = re.compile(r"^[\d.%％]+$")
 _DIGIT = re.compile(r"\d|[一二三四五六七八九十两半]+\s*(?:个|次|天|日|周|月|年|岁|小时|分钟|滴|mg|%)")
 _DEFINES = "是指|指的是|称为|是一种|即|是"
@@ -89,6 +95,8 @@ class Evidence:
     by_heading: bool  # a heading over it names the aspect
     matched: list[str] = field(default_factory=list)  # the decisive terms it contains
     kind: str = "sentence"
+    about: bool = False  # the subject is in the document title or the headings over it
+    lead: str = ""  # the unit that answers, when `text` carries more around it
 
 
 @dataclass
@@ -96,6 +104,7 @@ class Weighted:
     term: Term
     weight: float
     tokens: list[str]  # sub-words: a partial match
+    unseen: bool = False  # no name of it occurs anywhere in the KB
 
 
 def judge(ask: Ask, part: Part, hits: list[Hit], stats: TermStats | None = None, lex: Lexicon | None = None):
@@ -123,7 +132,7 @@ def judge(ask: Ask, part: Part, hits: list[Hit], stats: TermStats | None = None,
 def _decisive(terms: list[Weighted]) -> list[Weighted]:
     """The question's rarest terms, at most MAX_DECISIVE: a passage that lacks one of them does not answer it. A
     one-character word (停、洗) or a bare number is too loose a thing to decide on."""
-    eligible = [w for w in terms if len(w.term.text) >= 2 and not _NUMBER.match(w.term.text)]
+    eligible = [w for w in terms if len(w.term.text) >= 2 and not _NUMBER.match(w.term.text) and _may_decide(w)]
     if not eligible:
         return []
     heaviest = max(w.weight for w in eligible)
@@ -160,7 +169,7 @@ def _weigh(terms: list[Term], stats: TermStats) -> list[Weighted]:
         elif not term.entity:
             weight *= _specificity(tokenizer.general_rarity(term.text))
         parts = [tok for tok in tokenizer.tokenize(term.text) if len(tok) >= 2 and tok != term.text.lower()]
-        weighted.append(Weighted(term, weight, parts))
+        weighted.append(Weighted(term, weight, parts, unseen=not known))
     return weighted
 
 
@@ -218,9 +227,16 @@ def _occurs(term: str, text: str) -> bool:
     return term in text
 
 
-def _coverage(terms: list[Weighted], text: str) -> float:
+def _coverage(terms: list[Weighted], text: str, headings: str = "") -> float:
+    """The share of the question's term weight the text covers (a term whose broader subject titles the passage's
+    document or section counts as covered there)."""
     total = sum(w.weight for w in terms) or 1.0
-    return sum(w.weight * match(w, text) for w in terms) / total
+    return sum(w.weight * _matched(w, text, headings) for w in terms) / total
+
+
+def _matched(weighted: Weighted, text: str, headings: str) -> float:
+    found = match(weighted, text)
+    return 1.0 if found < 1.0 and headings and _broader_in(weighted, headings) else found
 
 
 def _passage(
@@ -228,8 +244,8 @@ def _passage(
 ) -> Evidence | None:
     headings = " ".join([hit.title, *hit.heading_path, *(p for s in hit.segments for p in s.path)]).lower()
     scope = f"{headings} {hit.text.lower()}"
-    coverage = _coverage(terms, scope)
-    if coverage < COVERAGE_FLOOR or not _covers_decisive(decisive, scope):
+    coverage = _coverage(terms, scope, headings)
+    if coverage < COVERAGE_FLOOR or not _covers_decisive(decisive, scope, headings):
         return None
     subjects = [w for w in terms if w.term in (part.subjects or ask.subjects)] or terms
     about = any(match(w, headings) == 1.0 for w in subjects)
@@ -241,18 +257,45 @@ def _passage(
     if best is None:
         return None
     unit_score, aspect_named, by_heading, unit, path = best
-    if part.aspects and not set(part.aspects) & lex.free_aspects and not aspect_named and not about:
-        return None  # a passage that only mentions the subject must name the aspect asked (干眼 ≠ 干眼的治疗)
-    if ask.wants_number and not _DIGIT.search(unit.text(hit.text)):
-        return None  # "多久 / 多少" is not answered by a passage whose answer holds no number
-    text = _with_context(hit.text, unit, _units(hit))
+    if part.aspects and not set(part.aspects) & lex.free_aspects and not aspect_named:
+        return None  # the aspect asked (禁忌证) is named over or in the passage, or the passage does not answer it
+    if ask.quantity and not _answers_number(ask, f"{hit.title} {' '.join(path)} {unit.text(hit.text)}", decisive, lex):
+        return None  # "多久 / 多少钱" is answered by a number of that kind about what was asked
+    units = _units(hit)
+    text = _with_context(hit.text, unit, units, terms)
+    lead = _with_context(hit.text, unit, units, [], forward=False)
     matched = [w.term.text for w in decisive if match(w, scope) == 1.0]
     score = 0.3 * coverage + 0.45 * unit_score + 0.1 * about + 0.05 * by_heading
-    return Evidence(hit, text, path, aspect_named or "", score, by_heading, matched, unit.kind)
+    return Evidence(
+        hit, text, path, aspect_named or "", score, by_heading, matched, unit.kind, about, lead if lead != text else ""
+    )
 
 
-def _covers_decisive(decisive: list[Weighted], scope: str) -> bool:
-    return all(match(w, scope) >= PARTIAL_MATCH for w in decisive)
+def _may_decide(weighted: Weighted) -> bool:
+    """A domain term, an abbreviation or a noun rare in general Chinese (麦粒肿、大发作) can decide; an everyday word
+    (日常、老人、一项) or a verb is too often the asker's own wording for what the text says otherwise."""
+    term = weighted.term
+    if term.entity or term.text.isascii():
+        return True
+    tokenizer = get_tokenizer()
+    if not tokenizer.is_noun(term.text):  # 延缓、换成、一半: the asker's verb or number, which a text words its own way
+        return False
+    rarity = tokenizer.general_rarity(term.text)
+    return rarity >= DECIDING_RARITY or (weighted.unseen and rarity >= UNSEEN_DECIDING_RARITY)
+
+
+def _covers_decisive(decisive: list[Weighted], scope: str, headings: str = "") -> bool:
+    return all(_matched(w, scope, headings) == 1.0 for w in decisive)
+
+
+def _broader_in(weighted: Weighted, headings: str) -> bool:
+    """A document or section about the broader subject covers the narrower term: 低浓度阿托品 in 《阿托品滴眼液》.
+    The broader subject is the term's head, its end (a Chinese compound names its kind last): 视网膜 is not what
+    视网膜母细胞瘤 is a kind of."""
+    lex = get_lexicon()
+    term = weighted.term.text.lower()
+    broader = {term[i:] for i in range(1, len(term) - 1) if term[i:] in lex.entities}
+    return any(_occurs(b, headings) for b in broader)
 
 
 def _units(hit: Hit) -> list[tuple[Unit, list[str]]]:
@@ -287,6 +330,9 @@ def _unit_score(
     if "定义" in part.aspects and _defines(ask, part, text):
         in_unit.add("定义")
     over = set(part.aspects) & {a for h in path for a in lex.passage_aspects(h)}
+    own_heading = lex.passage_aspects(path[-1]) if path else set()
+    if own_heading and not own_heading & set(part.aspects) and not set(part.aspects) & lex.free_aspects:
+        in_unit = set()  # under "适用人群", a sentence saying 不适合 … does not make the section a 禁忌证 one
     if in_unit:
         score += 0.25
     elif over:
@@ -295,10 +341,29 @@ def _unit_score(
         score += 0.15
     if set(part.aspects) & lex.list_aspects and unit.kind == "list":
         score += 0.1
-    if text.rstrip().endswith(("：", ":")):  # a lead-in whose list is not in this passage
+    stripped = text.rstrip()
+    if stripped.endswith(("：", ":")):  # a lead-in whose list is not in this passage
         score -= 0.3
+    if stripped.endswith(("？", "?")):  # the text asking the question ("老年性白内障能预防吗？") is no answer
+        score -= 0.35
+    if unit.kind == "sentence" and len(stripped) < LABEL_CHARS and stripped[-1] not in "。！!.；;）)”":
+        score -= 0.25  # a short line without an ending: a heading or a label the loader could not mark
     named = next((a for a in part.aspects if a in in_unit | over), "")
     return score, named, bool(over)
+
+
+def _answers_number(ask: Ask, text: str, decisive: list[Weighted], lex: Lexicon) -> bool:
+    """The unit gives a number of the kind asked (2至3周 for 多久, 0.5 mg for 剂量) and names what was asked."""
+    lowered = text.lower()
+    if decisive and not all(match(w, lowered) == 1.0 for w in decisive):
+        return False
+    units = lex.quantities.get(ask.quantity, (None, None))[1]
+    if not units:
+        return bool(_DIGIT.search(text))
+    return any(
+        re.search(rf"(?:\d|[一二三四五六七八九十两半几数]){_NUMBER_GAP}{re.escape(unit)}|每{re.escape(unit)}", text)
+        for unit in units
+    )  # "每年一次" answers 多久 as well as "3至6个月" does
 
 
 def _defines(ask: Ask, part: Part, text: str) -> bool:
@@ -310,19 +375,37 @@ def _has_words(text: str) -> bool:
     return sum(1 for c in text if "\u4e00" <= c <= "\u9fff" or c.isalpha()) >= 4
 
 
-def _with_context(text: str, unit: Unit, units: list[tuple[Unit, list[str]]]) -> str:
-    """The unit, with the sentence before it when it opens with 它/其/这… (the pronoun needs its antecedent)."""
-    body = unit.text(text)
-    if not body.startswith(PRONOUN_START):
-        return body
+def _with_context(
+    text: str, unit: Unit, units: list[tuple[Unit, list[str]]], terms: list[Weighted], forward: bool = True
+) -> str:
+    """The unit as a clinician should read it: with the sentence before it when it opens with 它/其/这… (the
+    pronoun needs its antecedent), and with the sentences after it that carry on its answer — what "以下几点" or
+    "包括" announces, an enumerated or connected next sentence, or one that speaks of what was asked — within its
+    section, up to RUN_CHARS. Verbatim: one slice of the passage."""
     index = next(i for i, (u, _) in enumerate(units) if u == unit)
-    previous = units[index - 1][0] if index > 0 else None
-    if previous is not None and previous.kind == "sentence" and unit.end - previous.start <= RUN_CHARS:
-        return text[previous.start : unit.end]
-    return body
+    path = units[index][1]
+    start, end = unit.start, unit.end
+    body = unit.text(text)
+    if body.startswith(PRONOUN_START) and index > 0:
+        previous = units[index - 1][0]
+        if previous.kind == "sentence" and end - previous.start <= RUN_CHARS:
+            start = previous.start
+    for following, following_path in units[index + 1 :] if forward else []:
+        if following.kind in ("heading", "header") or following_path != path or following.end - start > RUN_CHARS:
+            break
+        current = text[start:end]
+        nxt = following.text(text)
+        announces = current.rstrip().endswith(("：", ":")) or any(w in current for w in ANNOUNCES)
+        carries_on = nxt.startswith(CARRY_ON) or any(match(w, nxt.lower()) == 1.0 for w in terms if w.weight)
+        if not (announces or carries_on):
+            break
+        end = following.end
+    return text[start:end]
 
 
 def _pick(found: list[Evidence]) -> list[Evidence]:
+    if any(e.about for e in found):  # the document or section about the subject beats one that mentions it
+        found = [e for e in found if e.about]
     picked: list[Evidence] = []
     for evidence in found:
         if picked and evidence.score < RELATIVE_FLOOR * picked[0].score:

@@ -100,7 +100,7 @@ def _tldr(items: list[Item]) -> str:
         if item.analysis.sub_query.id in seen:
             continue
         seen.add(item.analysis.sub_query.id)
-        lead = key_unit(item.extract.text, item.analysis.sub_query.text)
+        lead = item.basis.lead or key_unit(item.extract.text, item.analysis.sub_query.text)
         if lead:
             parts.append(f"{lead}【{item.number}】")
         if len(parts) == TLDR_PARTS:

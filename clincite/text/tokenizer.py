@@ -15,6 +15,10 @@ from pathlib import Path
 LEXICON_DIR = Path(__file__).resolve().parent / "lexicon"  # package data
 
 
+MEDICAL_TERMS = "thuocl_medical.txt"
+NOUN_TAGS = ("n", "t")  # jieba's tags of nouns (n, nr, nz, ns, nt …) and time nouns (t: 潜伏期)
+MIN_DICTIONARY_WORD = 3  # shorter synonyms would re-cut ordinary text around them
+SYNONYM_FREQUENCY = 2000
 _PUNCT_OR_SPACE = re.compile(r"^[\s\W_]+$", re.UNICODE)
 
 
@@ -27,6 +31,7 @@ class Tokenizer:
         jieba.setLogLevel(logging.WARNING)
         self._jieba = jieba.Tokenizer()
         self._jieba.initialize()
+        self.medical_terms = self._add_medical_terms(lexicon_dir / MEDICAL_TERMS)
         userdict = lexicon_dir / "userdict.txt"
         if userdict.exists():
             self._jieba.load_userdict(str(userdict))
@@ -37,6 +42,24 @@ class Tokenizer:
             else set()
         )
         self.synonyms = load_synonyms(lexicon_dir / "synonyms.json")
+        self._pos = None  # jieba's part-of-speech tagger over the same dictionary, built on first use
+        for group in self.synonyms:  # a named concept stays one word (加巴喷丁, not 加巴 + 喷丁), in text and query
+            for term in group:
+                if len(term) >= MIN_DICTIONARY_WORD and not term.isascii():
+                    self._jieba.add_word(term, SYNONYM_FREQUENCY)
+
+    def _add_medical_terms(self, path: Path) -> set[str]:
+        """THUOCL's medical lexicon (MIT; THUOCL_LICENSE.txt): ~14,000 terms jieba's general dictionary lacks
+        (手足口病、霰粒肿、加巴喷丁) become words, so a question and a passage are cut alike and a term is one term."""
+        if not path.exists():
+            return set()
+        added = set()
+        for line in path.read_text(encoding="utf-8").splitlines():
+            word = line.split("\t", 1)[0].strip()
+            if len(word) >= 2 and word not in self._jieba.FREQ:
+                self._jieba.add_word(word)  # jieba works out the frequency that keeps it whole
+                added.add(word)
+        return added
 
     def tokenize(self, text: str) -> list[str]:
         tokens = []
@@ -55,9 +78,22 @@ class Tokenizer:
         into pseudo-words such as "时先用"); what a word the KB has never seen is made of."""
         return self._jieba.lcut(text, HMM=False)
 
+    def is_noun(self, word: str) -> bool:
+        """jieba's part of speech says the word names a thing (n, nr, nz, ns, nt, t …), not an action or a number."""
+        if self._pos is None:
+            import jieba.posseg
+
+            self._pos = jieba.posseg.POSTokenizer(self._jieba)
+        if word in self.medical_terms:
+            return True
+        flags = [flag for _, flag in self._pos.lcut(word)]
+        return bool(flags) and flags[-1][:1] in NOUN_TAGS
+
     def general_rarity(self, word: str) -> float:
         """How rare the word is in general Chinese (jieba's dictionary frequencies): ln(total / (freq + 1)); ~6 for
         需要, ~9.8 for 手术, ~14 for 青光眼, ~18 for a word the dictionary does not know."""
+        if word in self.medical_terms:  # a medical term general Chinese does not know
+            return math.log(self._jieba.total)
         return math.log(self._jieba.total / (self._jieba.FREQ.get(word, 0) + 1))
 
     def tokenize_many(self, texts: list[str]) -> list[list[str]]:

@@ -33,6 +33,12 @@ CLAUSE_MARKS = "，、,；;：:"
 _ROW = re.compile(r"^[^|\n]{1,40}[：:][^\n]*?( \| [^|\n]{1,40}[：:])")  # 列名：值 | 列名：值
 _HEADER = re.compile(r"^[^：:|\n]{1,40}( \| [^：:|\n]{1,40})+$")  # 列名 | 列名
 _BLOCK = re.compile(r"(?:[^\n]|\n(?![ \t]*\n))+")
+# What opens an enumerated item: ①, 1. / 1、 / 1）, （1） / (1), 一、, A. / a）, a bullet
+_ENUMERATOR = re.compile(
+    r"^\s*(?:[\u2460-\u2473\u2776-\u277f]|\d{1,2}\s*[.、．)）]|[（(]\d{1,2}[）)]|[一二三四五六七八九十]{1,3}[、.．]"
+    r"|[A-Za-z][.、．)）]|[•·▪●◆■\-–—])"
+)
+MAX_BLOCK_ITEMS = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +64,43 @@ def split_units(
     units: list[Unit] = []
     for block_start, block_end in _blocks(text, start, len(text) if end is None else end):
         units += _block_units(text, block_start, block_end, heading_starts)
-    return units
+    return _join_item_blocks(text, units)
+
+
+def _join_item_blocks(text: str, units: list[Unit]) -> list[Unit]:
+    """A lead-in ("临床表现有以下几点：") whose items follow as blocks of their own (web pages that break lines
+    with <br>, Word paragraphs): the lead-in and its enumerated items are one list."""
+    out: list[Unit] = []
+    i = 0
+    while i < len(units):
+        unit = units[i]
+        if unit.kind == "sentence" and ends_lead_in(unit.text(text)) and _block_ends_at(text, unit.end):
+            items: list[tuple[int, int]] = []
+            j = i + 1
+            while j < len(units) and len(items) < MAX_BLOCK_ITEMS and _is_item(text, units[j], items):
+                items.append((units[j].start, units[j].end))
+                j += 1
+            if items:
+                out.append(Unit(unit.start, items[-1][1], "list", tuple(items)))
+                i = j
+                continue
+        out.append(unit)
+        i += 1
+    return out
+
+
+def _block_ends_at(text: str, offset: int) -> bool:
+    return text[offset : offset + 2] == "\n\n" or offset >= len(text.rstrip())
+
+
+def _is_item(text: str, unit: Unit, items: list[tuple[int, int]]) -> bool:
+    """One enumerated item of the list being read: an enumerator opens it ("①", "1.", "（2）", "A."), it is one
+    sentence or line of its own block, and it does not open a list of its own."""
+    body = unit.text(text)
+    if unit.kind not in ("sentence", "list") or not _ENUMERATOR.match(body) or ends_lead_in(body):
+        return False
+    starts_block = unit.start == 0 or text[max(0, unit.start - 2) : unit.start] == "\n\n"
+    return starts_block or not items
 
 
 def sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
