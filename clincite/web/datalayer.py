@@ -27,7 +27,7 @@ from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
 from chainlit.data.storage_clients.base import BaseStorageClient
 from chainlit.data.utils import queue_until_user_message
 from chainlit.types import Feedback
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from clincite.core.migrations import Migrations, apply_async
@@ -39,6 +39,10 @@ log = logging.getLogger("clincite.datalayer")
 
 FILES_ROUTE = "/clincite/files"
 STEP_BATCH_SECONDS = 0.2  # how long a step write may wait to share its transaction with the other chats' writes
+# SQLite with a hundred chats in one process (bench/bench_sqlite_writes.py measures each of these): WAL lets readers
+# and the one writer proceed side by side and makes a commit one append; a writer that finds the database busy waits
+# up to SQLITE_BUSY_TIMEOUT seconds for its turn instead of failing with "database is locked" after sqlite3's 5 s.
+SQLITE_PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL")
 
 # Columns follow Chainlit 2.12's to_dict() keys (the published DDL is stale: defaultOpen, autoCollapse, ...).
 INITIAL_SCHEMA = [
@@ -86,12 +90,21 @@ async def m002_answer_coverage(connection) -> None:
     await connection.execute(text("ALTER TABLE answer_records ADD COLUMN coverage_missing TEXT"))
 
 
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    for pragma in SQLITE_PRAGMAS:
+        cursor.execute(pragma)
+    cursor.close()
+
+
 async def ensure_schema(url: str) -> int:
     """Apply pending migrations at start; returns the schema version."""
     if url.startswith("sqlite"):
         # Created 0600 before SQLite opens it (SQLite's journal and WAL files take the database file's mode).
         create_private(Path(url.split("///", 1)[1]))
     engine = create_async_engine(url)
+    if url.startswith("sqlite"):
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
     try:
         async with engine.begin() as connection:
             return await apply_async(connection, app_migrations)
@@ -155,7 +168,14 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
         self.fallback_file = settings.data_dir / "feedback_not_saved.jsonl"
         self._step_batch: StepBatch | None = None  # the writes waiting for the next commit
         self._step_commit: asyncio.Task | None = None  # the commit in progress (commits run one after another)
-        super().__init__(conninfo=settings.db_url, storage_provider=LocalStorageClient(settings.data_dir / "files"))
+        sqlite = settings.db_url.startswith("sqlite")
+        super().__init__(
+            conninfo=settings.db_url,
+            connect_args={"timeout": settings.sqlite_busy_timeout} if sqlite else None,
+            storage_provider=LocalStorageClient(settings.data_dir / "files"),
+        )
+        if sqlite:
+            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
 
     @queue_until_user_message()  # as Chainlit's: steps before the first message wait for it
     async def create_step(self, step_dict):
