@@ -1,6 +1,6 @@
 """N ClinCite workers and nginx on one machine, kept running by supervisord: what `make serve WORKERS=N` runs.
 
-    make serve WORKERS=2                          # nginx on HOST:PORT (default 127.0.0.1:8000), workers on PORT+1…PORT+N
+    make serve WORKERS=2                    # nginx on HOST:PORT (default 127.0.0.1:8000), workers on PORT+1…PORT+N
     .venv/bin/python deploy/serve.py --workers 2 --port 8000 --host 0.0.0.0
     .venv/bin/supervisorctl -c .data/run/supervisord.conf status    # workers, nginx, health checks
 
