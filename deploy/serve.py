@@ -40,7 +40,7 @@ def nginx_conf(run: Path, host: str, port: int, worker_ports: list[int]) -> str:
 worker_processes 1;
 pid {run}/nginx.pid;
 error_log {run}/nginx-error.log warn;
-events {{ worker_connections 4096; }}
+events {{ worker_connections 1024; }}
 http {{
     access_log {run}/nginx-access.log;
     client_body_temp_path {run}/nginx-tmp/body;
@@ -143,12 +143,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="write the configuration, check it, do not start")
     args = parser.parse_args(argv)
 
-    os.environ["WORKERS"] = str(args.workers)
     from clincite.core.settings import load_settings
     from clincite.users.store import ensure_auth_secret
 
+    os.environ["WORKERS"] = "1"
+    ensure_auth_secret(load_settings())  # one secret (DATA_DIR/auth_secret) for every worker: a login is valid on all
+    os.environ["WORKERS"] = str(args.workers)
     settings = load_settings()  # refuses a configuration the workers cannot share, naming what is missing
-    ensure_auth_secret(settings)  # one secret for every worker: a login is valid on all of them
     if not shutil.which(args.nginx):
         print(f"找不到 nginx（{args.nginx}）：请先安装 `apt-get install nginx`", file=sys.stderr)
         return 1

@@ -175,6 +175,9 @@ class Settings(BaseSettings):
     # Redis (Debian's redis-server): login throttling counted across workers, logouts and KB versions pushed to every
     # worker at once. Unset: in-process counters, for one process.
     redis_url: str | None = None
+    # Chainlit signs login cookies with it (it reads the variable itself); read here only to refuse several workers
+    # that would each make their own (a login would then be valid on one worker only).
+    chainlit_auth_secret: SecretStr | None = None
     # Login cookies carry the Secure flag: auto = when the request came over HTTPS (TLS, or a trusted proxy's
     # X-Forwarded-Proto), true = always, false = never.
     cookie_secure: Literal["auto", "true", "false"] = "auto"
@@ -199,7 +202,7 @@ class Settings(BaseSettings):
         if self.workers > 1 and (missing := self.unshared_parts()):
             raise PydanticCustomError(
                 "not_shareable",
-                "WORKERS={workers}：多个工作进程只能共享服务器上的数据，以下设置仍指向单进程的内置存储：{missing}。"
+                "WORKERS={workers}：多个工作进程只能共享服务器上的数据，以下设置还不满足：{missing}。"
                 "请按 docs/deploy.md 配置，或设 WORKERS=1。",
                 {"workers": self.workers, "missing": "；".join(missing)},
             )
@@ -214,6 +217,8 @@ class Settings(BaseSettings):
             missing.append("CHROMA_HOST 未设置（向量库在本机磁盘上），需 Chroma 服务器")
         if not self.redis_url:
             missing.append("REDIS_URL 未设置（登录限流和退出登录只在本进程内有效），需 Redis")
+        if self.chainlit_auth_secret is None:
+            missing.append("CHAINLIT_AUTH_SECRET 未设置（各进程会各自生成登录密钥），需所有工作进程使用同一个值")
         return missing
 
     def agent(self, name: str) -> AgentSettings:

@@ -25,7 +25,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 from sqlalchemy import text
 
-from clincite.core import naming
+from clincite.core import bus, naming
 from clincite.core.settings import Settings
 from clincite.kb import bm25
 from clincite.kb.bm25 import BM25Index
@@ -98,8 +98,11 @@ class KnowledgeBase:
         """Publish a BM25 index (ingest, under the writer lock): into bm25/, and with a shared catalogue also into
         the database, where its pointer switches in the same transaction that stores the files."""
         index.save(self.bm25_dir)
-        if not self.catalogue.shared:
-            return
+        if self.catalogue.shared:
+            self._store_bm25()
+        bus.publish(self.settings, bus.KB, {"version": index.version})  # every worker looks now, not at its next poll
+
+    def _store_bm25(self) -> None:
         pointer = BM25Index.published(self.bm25_dir)
         folder = self.bm25_dir / pointer["dir"]
         with self.catalogue.transaction() as db:

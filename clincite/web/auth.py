@@ -37,10 +37,11 @@ from chainlit.config import APP_ROOT, config
 from fastapi import Depends, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.security import OAuth2PasswordRequestForm
-from limits.storage import MemoryStorage
+from limits.storage import MemoryStorage, Storage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 from starlette.requests import cookie_parser
 
+from clincite.core import bus
 from clincite.core.settings import Settings
 from clincite.users.store import DEV_USER, UserStore, dev_login_allowed
 
@@ -112,6 +113,7 @@ async def end_sessions(name: str) -> None:
     if await asyncio.to_thread(accounts()[1].bump_generation, name) is None and name == DEV_USER[0]:
         _dev_generation += 1
     await disconnect_stale_sockets()
+    await announce_account_change(name)
 
 
 async def disconnect_stale_sockets() -> int:
@@ -179,7 +181,7 @@ class LoginThrottle:
     """Failed logins per account and per client address in a moving window (limits' in-memory storage)."""
 
     def __init__(self, settings: Settings):
-        self.limiter = MovingWindowRateLimiter(MemoryStorage())
+        self.limiter = MovingWindowRateLimiter(throttle_storage(settings))
         self.limits = {
             "account": limits.parse(settings.login_account_limit),
             "address": limits.parse(settings.login_address_limit),
@@ -215,6 +217,27 @@ class LoginThrottle:
 
 
 _throttle: LoginThrottle | None = None
+
+
+# --- shared by several workers (REDIS_URL; docs/deploy.md) ---
+def throttle_storage(settings: Settings) -> Storage:
+    """Where failed logins are counted: limits' Redis storage when workers share the installation, so that N workers
+    do not give an attacker N times the tries; else this process's memory."""
+    if settings.redis_url:
+        return storage_from_string(
+            settings.redis_url, socket_timeout=bus.SOCKET_TIMEOUT, socket_connect_timeout=bus.SOCKET_TIMEOUT
+        )
+    return MemoryStorage()
+
+
+async def announce_account_change(name: str) -> None:
+    """Tell the other workers that this account's sessions ended: they disconnect its sockets at once."""
+    await asyncio.to_thread(bus.publish, accounts()[0], bus.ACCOUNTS, {"name": name})
+
+
+async def on_account_message(message: dict) -> None:
+    """Another worker (or the accounts command line) changed an account: end this worker's stale sockets now."""
+    await disconnect_stale_sockets()
 
 
 def login_throttle() -> LoginThrottle:

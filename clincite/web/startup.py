@@ -8,10 +8,11 @@ import logging
 import sys
 import time
 
+from clincite.core import bus
 from clincite.core.logs import quiet_libraries
 from clincite.core.settings import PROJECT_DIR, load_settings
 from clincite.users.store import ensure_auth_secret
-from clincite.web.auth import add_login_messages, watch_accounts
+from clincite.web.auth import add_login_messages, on_account_message, watch_accounts
 from clincite.web.datalayer import ensure_schema
 from clincite.web.looplag import start_probe
 from clincite.web.routes import add_routes_before_the_spa
@@ -41,12 +42,25 @@ async def start_app(app: AppContext) -> None:
     add_login_messages()
     watcher = asyncio.create_task(watch_accounts(app.users))  # accounts removed or reset with the CLI
     app.background.add(watcher)
+    listener = asyncio.create_task(
+        bus.listen(app.settings, {bus.ACCOUNTS: on_account_message, bus.KB: kb_message(app)})
+    )
+    app.background.add(listener)  # other workers' logouts and new KB versions, at once (with REDIS_URL)
     await ensure_schema(app.settings.db_url)
     await replay_unsaved_feedback(app)
     await ingest_sample_kb_if_empty(app)
     task = asyncio.create_task(warm_up(app))
     app.background.add(task)
     task.add_done_callback(app.background.discard)
+
+
+def kb_message(app: AppContext):
+    """A new KB version was published (on any machine): look for it now, in a thread, instead of at the next poll."""
+
+    async def handle(message: dict) -> None:
+        await asyncio.to_thread(app.service.searcher.refresh, False)
+
+    return handle
 
 
 async def stop_app(app: AppContext) -> None:
