@@ -97,6 +97,16 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.close()
 
 
+@app_migrations
+async def m003_element_files(connection) -> None:
+    """The files behind elements (source passages), for workers that share a PostgreSQL database: a resumed thread
+    shows its passages on any worker. With SQLite they stay in DATA_DIR/files (one machine)."""
+    blob = "BYTEA" if connection.dialect.name == "postgresql" else "BLOB"
+    await connection.execute(
+        text(f"CREATE TABLE IF NOT EXISTS element_files (object_key TEXT PRIMARY KEY, mime TEXT, data {blob} NOT NULL)")
+    )
+
+
 async def ensure_schema(url: str) -> int:
     """Apply pending migrations at start; returns the schema version."""
     if url.startswith("sqlite"):
@@ -163,19 +173,70 @@ class LocalStorageClient(BaseStorageClient):
         return None
 
 
+class DatabaseStorageClient(BaseStorageClient):
+    """Element files in the app database (table element_files): every worker serves every thread's passages."""
+
+    def __init__(self):
+        self.engine = None  # the data layer's engine, set once it exists
+
+    async def upload_file(
+        self,
+        object_key: str,
+        data: bytes | str,
+        mime: str = "application/octet-stream",
+        overwrite: bool = True,
+        content_disposition: str | None = None,
+    ) -> dict[str, Any]:
+        payload = data.encode("utf-8") if isinstance(data, str) else data
+        conflict = "DO UPDATE SET data = excluded.data, mime = excluded.mime" if overwrite else "DO NOTHING"
+        async with self.engine.begin() as connection:
+            await connection.execute(
+                text(
+                    "INSERT INTO element_files (object_key, mime, data) VALUES (:key, :mime, :data) "
+                    f"ON CONFLICT (object_key) {conflict}"
+                ),
+                {"key": object_key, "mime": mime, "data": payload},
+            )
+        return {"object_key": object_key, "url": await self.get_read_url(object_key)}
+
+    async def read(self, object_key: str) -> bytes | None:
+        async with self.engine.connect() as connection:
+            row = (
+                await connection.execute(
+                    text("SELECT data FROM element_files WHERE object_key = :key"), {"key": object_key}
+                )
+            ).fetchone()
+        return bytes(row[0]) if row else None
+
+    async def delete_file(self, object_key: str) -> bool:
+        async with self.engine.begin() as connection:
+            await connection.execute(text("DELETE FROM element_files WHERE object_key = :key"), {"key": object_key})
+        return True
+
+    async def get_read_url(self, object_key: str) -> str:
+        return f"{FILES_ROUTE}/{object_key}"
+
+    async def close(self) -> None:
+        return None
+
+
 class ClinCiteDataLayer(SQLAlchemyDataLayer):
     def __init__(self, settings: Settings):
         self.fallback_file = settings.data_dir / "feedback_not_saved.jsonl"
         self._step_batch: StepBatch | None = None  # the writes waiting for the next commit
         self._step_commit: asyncio.Task | None = None  # the commit in progress (commits run one after another)
         sqlite = settings.db_url.startswith("sqlite")
+        # One machine: element files on its disk; a shared PostgreSQL database: in it, for every worker.
+        storage = LocalStorageClient(settings.data_dir / "files") if sqlite else DatabaseStorageClient()
         super().__init__(
             conninfo=settings.db_url,
             connect_args={"timeout": settings.sqlite_busy_timeout} if sqlite else None,
-            storage_provider=LocalStorageClient(settings.data_dir / "files"),
+            storage_provider=storage,
         )
         if sqlite:
             event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+        else:
+            storage.engine = self.engine
 
     @queue_until_user_message()  # as Chainlit's: steps before the first message wait for it
     async def create_step(self, step_dict):
