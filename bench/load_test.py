@@ -280,8 +280,9 @@ def app_environment(data: Path, llm_port: int, lag_file: Path, extra: dict[str, 
 ADD_USERS = """
 import sys
 from pathlib import Path
+from clincite.core.settings import load_settings
 from clincite.users.store import UserStore
-store = UserStore(Path(sys.argv[1]))
+store = UserStore.for_settings(load_settings())
 for name in sys.argv[3:]:
     store.add(name, sys.argv[2])
 """
@@ -751,7 +752,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         names = ["solo", *(f"clinician{i:02d}" for i in range(args.clinicians))]
         subprocess.run(
-            [sys.executable, "-c", ADD_USERS, str(data / "users.json"), PASSWORD, *names],
+            [sys.executable, "-c", ADD_USERS, "-", PASSWORD, *names],
             cwd=ROOT,
             env=env,
             check=True,

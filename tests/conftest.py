@@ -212,7 +212,7 @@ class RunningApp:
     Offline (no LLM key), the hashing embedder, its first-run library ingested by the app on its first start.
 
     base_url   "http://127.0.0.1:<port>"
-    data_dir   its DATA_DIR: clincite.sqlite3 (threads, steps, feedback, answer records), users.json, kb/, files/
+    data_dir   its DATA_DIR: clincite.sqlite3 (threads, steps, feedback, answer records), accounts.sqlite3, kb/, files/
     log_file   the server's stdout and stderr
     env        the environment it runs with (for `python -m clincite.users.store …` against the same accounts)
     users      {name: password} of the accounts that exist from the start

@@ -113,7 +113,6 @@ async def end_sessions(name: str) -> None:
     if await asyncio.to_thread(accounts()[1].bump_generation, name) is None and name == DEV_USER[0]:
         _dev_generation += 1
     await disconnect_stale_sockets()
-    await announce_account_change(name)
 
 
 async def disconnect_stale_sockets() -> int:
@@ -230,13 +229,9 @@ def throttle_storage(settings: Settings) -> Storage:
     return MemoryStorage()
 
 
-async def announce_account_change(name: str) -> None:
-    """Tell the other workers that this account's sessions ended: they disconnect its sockets at once."""
-    await asyncio.to_thread(bus.publish, accounts()[0], bus.ACCOUNTS, {"name": name})
-
-
 async def on_account_message(message: dict) -> None:
-    """Another worker (or the accounts command line) changed an account: end this worker's stale sockets now."""
+    """An account changed in another process (a logout on another worker, the accounts command line): end this
+    worker's stale sockets now (the account store publishes every change: UserStore.for_settings)."""
     await disconnect_stale_sockets()
 
 
