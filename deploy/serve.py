@@ -29,11 +29,12 @@ PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
 NGINX = "/usr/sbin/nginx"  # Debian's nginx package
+SNIPPETS = PROJECT / "deploy" / "nginx"  # the configuration shared with the Debian site file
 WORKER_START_SECONDS = 90  # a worker counts as started (and is health-checked) once it has run this long
 HEALTH_TIMEOUT_SECONDS = 10  # /health slower than this: the worker is restarted
 
 
-def nginx_conf(run: Path, host: str, port: int, worker_ports: list[int]) -> str:
+def nginx_conf(run: Path, host: str, port: int, worker_ports: list[int], snippets: Path = SNIPPETS) -> str:
     """A standalone nginx.conf for an unprivileged nginx: the repo's http and proxy snippets, this upstream list."""
     servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=10s;" for p in worker_ports)
     return f"""# Written by deploy/serve.py: edit deploy/nginx/*.conf instead.
@@ -48,7 +49,7 @@ http {{
     fastcgi_temp_path {run}/nginx-tmp/fastcgi;
     uwsgi_temp_path {run}/nginx-tmp/uwsgi;
     scgi_temp_path {run}/nginx-tmp/scgi;
-    include {PROJECT}/deploy/nginx/clincite-http.conf;
+    include {snippets}/clincite-http.conf;
     upstream clincite_workers {{
         hash $clincite_route consistent;
 {servers}
@@ -57,7 +58,7 @@ http {{
     server {{
         listen {host}:{port};
         location / {{
-            include {PROJECT}/deploy/nginx/clincite-proxy.conf;
+            include {snippets}/clincite-proxy.conf;
             add_header Set-Cookie $clincite_route_cookie always;
         }}
     }}

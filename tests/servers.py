@@ -148,14 +148,17 @@ class RedisServer:
 
 
 class NginxServer:
-    """Debian's nginx, unprivileged (as nobody), with a standalone nginx.conf in a folder of its own."""
+    """Debian's nginx, unprivileged (as nobody), with a standalone nginx.conf in a folder of its own; the repo's
+    snippets (deploy/nginx/*.conf) are copied in beside it (the checkout may not be readable by nobody)."""
 
-    def __init__(self, make_conf):
+    def __init__(self, make_conf, snippets: Path | None = None):
         self.binary = "/usr/sbin/nginx"
         if not os.path.exists(self.binary):
             missing("nginx", "nginx")
         self.root = Path(tempfile.mkdtemp(prefix="clincite-nginx-"))
         self.port = free_port()
+        for snippet in (snippets or Path(__file__).resolve().parent.parent / "deploy" / "nginx").glob("*.conf"):
+            shutil.copy(snippet, self.root / snippet.name)
         self.conf = self.root / "nginx.conf"
         self.conf.write_text(make_conf(self.port, self.root), encoding="utf-8")
         self.process: subprocess.Popen | None = None

@@ -168,7 +168,7 @@ def cluster(tmp_path_factory):
         for worker in workers:
             worker.wait_healthy()
         ports = [a.port, b.port]
-        nginx = stack.enter_context(NginxServer(lambda port, run: nginx_conf(run, "127.0.0.1", port, ports)))
+        nginx = stack.enter_context(NginxServer(lambda port, run: nginx_conf(run, "127.0.0.1", port, ports, run)))
         yield Cluster(a, b, nginx, database_url)
 
 
@@ -376,15 +376,37 @@ async def _value(value):
 def test_nginx_config_of_the_repo_is_valid(cluster):
     """The Debian site file: nginx accepts it with the two snippets (as /etc/nginx would include them)."""
     site = (ROOT / "deploy" / "nginx" / "clincite.conf").read_text(encoding="utf-8")
-    site = site.replace("include snippets/clincite-proxy.conf;", f"include {ROOT}/deploy/nginx/clincite-proxy.conf;")
+    site = site.replace("include snippets/", f"include {cluster.nginx.root}/")
     site = site.replace("listen 80;", f"listen 127.0.0.1:{free_port()};")
     conf = cluster.nginx.root / "site-check.conf"
     conf.write_text(
         f"pid {cluster.nginx.root}/check.pid; error_log stderr; events {{}}\n"
-        f"http {{ include {ROOT}/deploy/nginx/clincite-http.conf;\n{site}\n}}\n",
+        f"http {{ include {cluster.nginx.root}/clincite-http.conf;\n{site}\n}}\n",
         encoding="utf-8",
     )
     done = subprocess.run(
         ["/usr/sbin/nginx", "-t", "-p", str(cluster.nginx.root), "-c", str(conf)], capture_output=True
     )
     assert done.returncode == 0, done.stderr.decode()
+
+
+def test_several_workers_on_sqlite_refuse_to_start_and_say_why(tmp_path):
+    """WORKERS=2 on the embedded defaults (SQLite, Chroma on disk, no Redis): the app does not start, and says in
+    Chinese which settings must name a shared server."""
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env.update(WORKERS="2", DATA_DIR=str(tmp_path), CHAINLIT_APP_ROOT=str(_app_root(tmp_path)))
+    chainlit = str(Path(sys.executable).parent / "chainlit")
+    done = subprocess.run(
+        [chainlit, "run", str(ROOT / "app.py"), "-h", "--host", "127.0.0.1", "--port", str(free_port())],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "多个工作进程只能共享服务器上的数据" in output, output[-2000:]
+    for key in ("CLINCITE_DATABASE_URL", "CHROMA_HOST", "REDIS_URL"):
+        assert key in output
+    assert not (tmp_path / "clincite.sqlite3").exists(), "nothing was written"
