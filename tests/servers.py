@@ -1,6 +1,7 @@
 """Real servers for the tests, from Debian's packages, each on a free 127.0.0.1 port in a folder of its own:
 PostgreSQL (initdb + pg_ctl as the postgres user), Redis (redis-server as nobody) and nginx (unprivileged, as
-nobody). `.ci/run` installs the packages; without them a test skips, or fails under CI=true.
+nobody); and `chroma run` from the venv (ChromaServer). `.ci/run` installs the packages; without them a test
+skips, or fails under CI=true. bench/load_test.py starts the same servers.
 
     with PostgresServer() as pg: pg.url("clincite")           # postgresql+asyncpg://postgres@127.0.0.1:PORT/clincite
     with RedisServer() as redis: redis.url                    # redis://127.0.0.1:PORT/0
@@ -12,10 +13,13 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -182,3 +186,42 @@ class NginxServer:
             os.killpg(self.process.pid, 15)
             self.process.wait(timeout=15)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+class ChromaServer:
+    """`chroma run` on 127.0.0.1 in its own process group; stop() and start() again on the same data and port."""
+
+    def __init__(self, path: Path, port: int):
+        self.path, self.port, self.process = path, port, None
+        self.log = path.parent / "chroma.log"
+
+    def start(self) -> None:
+        chroma = str(Path(sys.executable).parent / "chroma")
+        with self.log.open("a") as log:
+            self.process = subprocess.Popen(
+                [chroma, "run", "--path", str(self.path), "--host", "127.0.0.1", "--port", str(self.port)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                pytest.fail("chroma run exited:\n" + self.log.read_text()[-2000:])
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v2/heartbeat", timeout=1)
+                return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        pytest.fail("chroma run did not answer within 60 s:\n" + self.log.read_text()[-2000:])
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)  # the group started for this server only
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=5)
