@@ -112,6 +112,7 @@ class Cluster:
     b: Worker
     nginx: NginxServer
     database_url: str
+    shared: dict[str, str]  # the settings every worker of the installation has
 
     def rows(self, sql: str, **params) -> list[tuple]:
         from sqlalchemy import create_engine, text
@@ -169,7 +170,7 @@ def cluster(tmp_path_factory):
             worker.wait_healthy()
         ports = [a.port, b.port]
         nginx = stack.enter_context(NginxServer(lambda port, run: nginx_conf(run, "127.0.0.1", port, ports, run)))
-        yield Cluster(a, b, nginx, database_url)
+        yield Cluster(a, b, nginx, database_url, shared)
 
 
 # --- helpers: a clinician's HTTP and Socket.IO, as the browser speaks them ---------------------------------------
@@ -410,3 +411,68 @@ def test_several_workers_on_sqlite_refuse_to_start_and_say_why(tmp_path):
     for key in ("CLINCITE_DATABASE_URL", "CHROMA_HOST", "REDIS_URL"):
         assert key in output
     assert not (tmp_path / "clincite.sqlite3").exists(), "nothing was written"
+
+
+def test_make_serve_runs_n_workers_and_restarts_one_that_dies(cluster, tmp_path):
+    """`make serve WORKERS=2` (deploy/serve.py): supervisord, two workers and nginx on the shared servers. A worker
+    killed with SIGKILL is started again by supervisord; meanwhile nginx sends its clinicians to the other one."""
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env.update(cluster.shared, DATA_DIR=str(tmp_path / "data"))
+    port = free_port()
+    run = tmp_path / "run"
+    serve = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "deploy" / "serve.py"),
+            "--workers",
+            "2",
+            "--port",
+            str(port),
+            "--run-dir",
+            str(run),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=(tmp_path / "serve.log").open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    supervisorctl = [str(Path(sys.executable).parent / "supervisorctl"), "-c", str(run / "supervisord.conf")]
+
+    def pid_of(program: str) -> int:
+        done = subprocess.run([*supervisorctl, "pid", program], capture_output=True, text=True, timeout=30)
+        return int(done.stdout.strip()) if done.stdout.strip().isdigit() else 0
+
+    def healthy(url: str) -> bool:
+        try:
+            return httpx.get(url, timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def wait(condition, what: str, timeout: float = 240) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert serve.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, what
+            time.sleep(0.5)
+
+    try:
+        workers = [f"http://127.0.0.1:{port + i}/clincite/health" for i in (1, 2)]
+        wait(lambda: all(healthy(url) for url in workers), "both workers answer")
+        wait(lambda: healthy(f"http://127.0.0.1:{port}/clincite/health"), "nginx answers")
+        names = {httpx.get(url).json()["worker"] for url in workers}
+        assert names == {"worker-1", "worker-2"}
+        victim = pid_of("worker-1")
+        assert victim > 0
+        os.kill(victim, signal.SIGKILL)
+        # The other worker serves everyone meanwhile: every request through nginx is answered.
+        for _ in range(10):
+            assert httpx.get(f"http://127.0.0.1:{port}/clincite/health", timeout=10).status_code == 200
+        wait(lambda: pid_of("worker-1") not in (0, victim), "supervisord starts worker-1 again")
+        wait(lambda: healthy(workers[0]), "the restarted worker-1 answers again")
+    finally:
+        os.killpg(serve.pid, signal.SIGTERM)  # supervisord stops its workers and nginx
+        try:
+            serve.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(serve.pid, signal.SIGKILL)
