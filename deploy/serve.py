@@ -80,8 +80,11 @@ def app_root(run: Path, worker: int) -> Path:
     return root
 
 
-def supervisord_conf(run: Path, workers: int, worker_ports: list[int], nginx: str, nginx_conf_path: Path) -> str:
+def supervisord_conf(
+    run: Path, workers: int, worker_ports: list[int], nginx: str | None, nginx_conf_path: Path, worker_host: str
+) -> str:
     bin_dir = Path(sys.executable).parent
+    health_host = "127.0.0.1" if worker_host in ("0.0.0.0", "127.0.0.1") else worker_host
     sections = [
         f"""# Written by deploy/serve.py.
 [supervisord]
@@ -104,7 +107,7 @@ serverurl=unix://{run}/supervisor.sock
     for i, port in enumerate(worker_ports, start=1):
         root = app_root(run, i)
         sections.append(f"""[program:worker-{i}]
-command={bin_dir}/chainlit run {PROJECT}/app.py -h --host 127.0.0.1 --port {port}
+command={bin_dir}/chainlit run {PROJECT}/app.py -h --host {worker_host} --port {port}
 directory={PROJECT}
 environment=WORKERS="{workers}",CHAINLIT_APP_ROOT="{root}",WORKER_NAME="worker-{i}"
 autorestart=true
@@ -119,11 +122,13 @@ stdout_logfile={run}/worker-{i}.log
 stdout_logfile_maxbytes=50MB
 
 [eventlistener:health-{i}]
-command={bin_dir}/httpok -p worker-{i} -t {HEALTH_TIMEOUT_SECONDS} http://127.0.0.1:{port}/health
+command={bin_dir}/httpok -p worker-{i} -t {HEALTH_TIMEOUT_SECONDS} http://{health_host}:{port}/health
 events=TICK_60
 redirect_stderr=false
 stderr_logfile={run}/health-{i}.log
 """)
+    if nginx is None:
+        return "\n".join(sections)
     sections.append(f"""[program:nginx]
 command={nginx} -p {run} -c {nginx_conf_path} -g "daemon off;"
 autorestart=true
@@ -142,16 +147,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-dir", type=Path, help="where the generated configuration and logs go")
     parser.add_argument("--nginx", default=NGINX)
     parser.add_argument("--check", action="store_true", help="write the configuration, check it, do not start")
+    parser.add_argument(
+        "--no-proxy",
+        action="store_true",
+        help="workers only, listening on HOST (several machines: the nginx of deploy/nginx/clincite.conf elsewhere)",
+    )
     args = parser.parse_args(argv)
 
     from clincite.core.settings import load_settings
     from clincite.users.store import ensure_auth_secret
 
+    configured = os.environ.get("WORKERS")
     os.environ["WORKERS"] = "1"
+    if args.no_proxy and load_settings().chainlit_auth_secret is None:
+        print("多台机器共用一个安装时，请在每台机器的 .env 中设置同一个 CHAINLIT_AUTH_SECRET", file=sys.stderr)
+        return 1
     ensure_auth_secret(load_settings())  # one secret (DATA_DIR/auth_secret) for every worker: a login is valid on all
-    os.environ["WORKERS"] = str(args.workers)
+    # WORKERS counts the workers of every machine (.env): never fewer than this machine runs.
+    os.environ["WORKERS"] = str(max(args.workers, int(configured or 1), load_settings().workers))
     settings = load_settings()  # refuses a configuration the workers cannot share, naming what is missing
-    if not shutil.which(args.nginx):
+    if not args.no_proxy and not shutil.which(args.nginx):
         print(f"找不到 nginx（{args.nginx}）：请先安装 `apt-get install nginx`", file=sys.stderr)
         return 1
     run = (args.run_dir or settings.data_dir / "run").resolve()
@@ -160,7 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     nginx_path = run / "nginx.conf"
     nginx_path.write_text(nginx_conf(run, args.host, args.port, worker_ports), encoding="utf-8")
     conf = run / "supervisord.conf"
-    conf.write_text(supervisord_conf(run, args.workers, worker_ports, args.nginx, nginx_path), encoding="utf-8")
+    worker_host = args.host if args.no_proxy else "127.0.0.1"
+    nginx = None if args.no_proxy else args.nginx
+    conf.write_text(
+        supervisord_conf(run, settings.workers, worker_ports, nginx, nginx_path, worker_host), encoding="utf-8"
+    )
     if args.check:
         os.execv(args.nginx, [args.nginx, "-t", "-p", str(run), "-c", str(nginx_path)])
     print(
