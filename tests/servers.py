@@ -137,17 +137,23 @@ class RedisServer:
 
     def __enter__(self) -> RedisServer:
         _own(self.root, UNPRIVILEGED)
+        self.start()
+        return self
+
+    def start(self) -> None:
         log = self.root / "redis.log"
         args = ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
         args += ["--dir", str(self.root), "--logfile", str(log)]
         self.process = subprocess.Popen([*_as_user(UNPRIVILEGED), self.binary, *args], start_new_session=True)
         wait_port(self.port, 30, self.process, log)
-        return self
 
-    def __exit__(self, *exc) -> None:
+    def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, 15)  # the group started for this server only
             self.process.wait(timeout=15)
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
         shutil.rmtree(self.root, ignore_errors=True)
 
 

@@ -113,6 +113,7 @@ class Cluster:
     nginx: NginxServer
     database_url: str
     shared: dict[str, str]  # the settings every worker of the installation has
+    redis: RedisServer
 
     def rows(self, sql: str, **params) -> list[tuple]:
         from sqlalchemy import create_engine, text
@@ -170,7 +171,7 @@ def cluster(tmp_path_factory):
             worker.wait_healthy()
         ports = [a.port, b.port]
         nginx = stack.enter_context(NginxServer(lambda port, run: nginx_conf(run, "127.0.0.1", port, ports, run)))
-        yield Cluster(a, b, nginx, database_url, shared)
+        yield Cluster(a, b, nginx, database_url, shared, redis)
 
 
 # --- helpers: a clinician's HTTP and Socket.IO, as the browser speaks them ---------------------------------------
@@ -312,6 +313,20 @@ async def test_failed_logins_are_counted_across_both_workers(cluster):
         response = await login(worker.base_url, "zhao")
         assert response.status_code == 429, (worker.name, response.text)
         assert "登录失败次数过多" in response.json()["message"]
+
+
+async def test_with_redis_down_a_login_is_refused_in_chinese_and_questions_go_on(cluster):
+    cookie = await cookie_of(cluster.a.base_url, "li")
+    cluster.redis.stop()
+    try:
+        response = await login(cluster.a.base_url, "zhang")
+        assert response.status_code == 503, response.text
+        assert "共享的 Redis 服务器无法连接" in response.json()["message"]
+        answer = await ask(cluster.a.base_url, cookie)  # a logged-in clinician does not need Redis
+        assert "引用核验" in answer["report"]
+    finally:
+        cluster.redis.start()
+    assert (await login(cluster.a.base_url, "zhang")).status_code == 200
 
 
 async def test_answers_and_ratings_of_both_workers_land_in_one_table(cluster):

@@ -12,7 +12,7 @@ from clincite.core import bus
 from clincite.core.logs import quiet_libraries
 from clincite.core.settings import PROJECT_DIR, load_settings
 from clincite.users.store import ensure_auth_secret
-from clincite.web.auth import add_login_messages, on_account_message, watch_accounts
+from clincite.web.auth import add_login_messages, add_shared_store_message, on_account_message, watch_accounts
 from clincite.web.datalayer import ensure_schema
 from clincite.web.looplag import start_probe
 from clincite.web.routes import add_routes_before_the_spa
@@ -40,6 +40,7 @@ async def start_app(app: AppContext) -> None:
     add_routes_before_the_spa()
     write_translations(offline=app.settings.offline)  # 用户名 login, an honest line under the composer
     add_login_messages()
+    add_shared_store_message()  # with REDIS_URL: a Redis outage answers logins with a clear message
     watcher = asyncio.create_task(watch_accounts(app.users))  # accounts removed or reset with the CLI
     app.background.add(watcher)
     listener = asyncio.create_task(
