@@ -11,6 +11,7 @@ import time
 from clincite.core import bus
 from clincite.core.logs import quiet_libraries
 from clincite.core.settings import PROJECT_DIR, load_settings
+from clincite.kb.store import CATALOGUE_FILE
 from clincite.users.store import ensure_auth_secret
 from clincite.web.auth import add_login_messages, add_shared_store_message, on_account_message, watch_accounts
 from clincite.web.datalayer import ensure_schema
@@ -84,6 +85,13 @@ async def ingest_sample_kb_if_empty(app: AppContext) -> None:
     """
     kb, sample = app.service.kb, app.settings.sample_kb_dir
     if kb.catalogue.document_count() or not sample.exists():
+        return
+    if kb.catalogue.shared and (kb.dir / CATALOGUE_FILE).exists():  # moved to PostgreSQL: not a first run
+        log.warning(
+            "The shared KB catalogue is empty but %s has a local one: not ingesting the sample KB. "
+            "Run `python ingest.py <documents folder>` once with these settings (docs/deploy.md).",
+            kb.dir / CATALOGUE_FILE,
+        )
         return
     log.warning("Knowledge base %s is empty: ingesting %s", kb.dir, sample)
     process = await asyncio.create_subprocess_exec(
