@@ -330,7 +330,7 @@ async def test_with_redis_down_a_login_is_refused_in_chinese_and_questions_go_on
 
 
 async def test_answers_and_ratings_of_both_workers_land_in_one_table(cluster):
-    runs = []
+    runs, threads_of_a = [], []
     for worker in (cluster.a, cluster.b):
         cookie = await cookie_of(worker.base_url, "zhang")
         answer = await ask(worker.base_url, cookie)
@@ -339,12 +339,21 @@ async def test_answers_and_ratings_of_both_workers_land_in_one_table(cluster):
             response = await http.put("/feedback", json={"feedback": feedback, "sessionId": str(uuid.uuid4())})
         assert response.status_code == 200, response.text
         runs.append(answer["run"])
+        if worker is cluster.a:
+            threads_of_a.append(answer["thread"])
     answered = {r[0] for r in cluster.rows('SELECT "stepId" FROM answer_records')}
     rated = {r[0]: r[1] for r in cluster.rows('SELECT "forId", comment FROM feedbacks')}
     assert set(runs) <= answered
     assert rated.get(runs[0]) == "a" and rated.get(runs[1]) == "b"
-    # One history: the thread answered on a is listed, with its steps, by b.
+    # One history: the thread answered on a is listed by b, and its source passages are served by b.
+    [(key,)] = cluster.rows(
+        'SELECT "objectKey" FROM elements WHERE "forId" IS NOT NULL AND "threadId" = :t LIMIT 1', t=threads_of_a[0]
+    )
     cookie = await cookie_of(cluster.b.base_url, "zhang")
+    passage = await get(cluster.b.base_url, f"/clincite/files/{key}", cookie)
+    assert passage.status_code == 200 and passage.text.strip(), passage.text[:200]
+    stranger = await cookie_of(cluster.b.base_url, "li")
+    assert (await get(cluster.b.base_url, f"/clincite/files/{key}", stranger)).status_code == 404
     async with httpx.AsyncClient(base_url=cluster.b.base_url, cookies={"access_token": cookie}, timeout=60) as http:
         threads = (await http.post("/project/threads", json={"pagination": {"first": 20}, "filter": {}})).json()
     assert len(threads["data"]) >= 2

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -32,6 +33,9 @@ from clincite.core.migrations import Migrations, apply_sync
 log = logging.getLogger("clincite.users")
 
 SCHEMA = "accounts"  # the PostgreSQL schema of the shared database
+# A version read this recently is reused: when a logout elsewhere makes a worker check all its live sockets at once,
+# that is one query, not one per socket. Writes of this process are seen at once (they drop the cache).
+STAMP_REUSE_SECONDS = 0.05
 account_migrations = Migrations("accounts")
 
 
@@ -85,6 +89,7 @@ class AccountRecords:
         self._import_json = Path(import_json) if import_json else None
         self._on_change = on_change
         self._cache: tuple[str | None, dict[str, dict]] = (None, {})
+        self._stamp: tuple[float, str | None] = (-1.0, None)  # (monotonic time read, version)
         if self.shared:
             self.engine = create_engine(
                 "postgresql+pg8000://" + location.split("://", 1)[1],
@@ -136,8 +141,13 @@ class AccountRecords:
 
     def stamp(self) -> str | None:
         """Moves with every change, by any process on any machine: one row, cheap to poll."""
+        read_at, stamp = self._stamp
+        if time.monotonic() - read_at < STAMP_REUSE_SECONDS:
+            return stamp
         with self._read() as db:
-            return _version(db)
+            stamp = _version(db)
+        self._stamp = (time.monotonic(), stamp)
+        return stamp
 
     def load(self) -> dict[str, dict]:
         stamp = self.stamp()
@@ -167,7 +177,7 @@ class AccountRecords:
                         {"name": name, "record": json.dumps(record, ensure_ascii=False)},
                     )
             _bump(db)
-        self._cache = (None, {})
+        self._cache, self._stamp = (None, {}), (-1.0, None)
         if self._on_change is not None:
             self._on_change()  # the other workers look at once (Redis), not at their next request
         return result
