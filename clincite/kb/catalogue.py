@@ -110,6 +110,14 @@ def m005_bm25_files(db: Connection) -> None:
     )
 
 
+@catalogue_migrations
+def m006_originals(db: Connection) -> None:
+    """The original files of a shared KB (kb/shared_originals.py), by content hash: every worker serves them. Empty
+    in a catalogue file of one machine, whose originals are files in KB_DIR/originals/."""
+    blob = "BYTEA" if db.dialect.name == "postgresql" else "BLOB"
+    db.execute(text(f"CREATE TABLE IF NOT EXISTS originals (digest TEXT PRIMARY KEY, data {blob} NOT NULL)"))
+
+
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
     dbapi_connection.execute("PRAGMA journal_mode=WAL")
     dbapi_connection.execute("PRAGMA foreign_keys=ON")
@@ -165,6 +173,10 @@ class Catalogue:
         else:
             with self._lock, self.engine.connect() as db:
                 yield db
+
+    def reading(self):
+        """A connection for reads, as a context manager (one statement or several, no write lock)."""
+        return self._connect()
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Connection]:
