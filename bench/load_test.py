@@ -331,7 +331,9 @@ import sys
 from pathlib import Path
 from clincite.core.settings import load_settings
 from clincite.users.store import UserStore
-store = UserStore.for_settings(load_settings())
+settings = load_settings()
+# Trees from before accounts moved to SQL (--root) keep them in USERS_FILE.
+store = UserStore.for_settings(settings) if hasattr(UserStore, "for_settings") else UserStore(settings.users_file)
 for name in sys.argv[3:]:
     store.add(name, sys.argv[2])
 """
