@@ -261,6 +261,7 @@ async def test_one_login_and_one_kb_on_both_workers(cluster):
     health = [(await get(w.base_url, "/clincite/health", cookie)).json() for w in (cluster.a, cluster.b)]
     assert {h["worker"] for h in health} == {"worker-a", "worker-b"}
     assert health[0]["kb_version"] == health[1]["kb_version"] > 0
+    assert health[0]["bm25_version"] == health[1]["bm25_version"] == health[0]["kb_version"], "keyword index too"
     assert not (cluster.b.data_dir / "kb" / "catalogue.sqlite3").exists(), "the catalogue lives in PostgreSQL"
 
 
@@ -273,7 +274,8 @@ async def test_an_ingest_through_one_is_answered_on_the_other(cluster, tmp_path)
     assert done.returncode == 0 and "added" in done.stdout, done.stdout + done.stderr
 
     async def b_serves_it() -> bool:
-        return (await get(cluster.b.base_url, "/clincite/health", "")).json()["kb_version"] > before
+        health = (await get(cluster.b.base_url, "/clincite/health", "")).json()
+        return health["kb_version"] > before and health["bm25_version"] == health["kb_version"]
 
     seconds = await wait_until(b_serves_it, "worker b serves the new KB version", timeout=15)
     print(f"worker b serves the new KB version {seconds:.2f} s after ingest finished on machine a")

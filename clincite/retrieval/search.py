@@ -133,6 +133,12 @@ class HybridSearcher:
         return self.kb.catalogue.version
 
     @property
+    def keyword_index_version(self) -> int | None:
+        """The version of the BM25 index being served; None when none is loaded (search is then semantic-only)."""
+        index = self._current_view().bm25
+        return index.version if index is not None else None
+
+    @property
     def serving_version(self) -> int:
         """The published KB version the searcher reads now (-1: none yet)."""
         return self._current_view().version

@@ -184,6 +184,7 @@ async def worker_health(request: Request) -> Response:
             "status": "ok",
             "worker": app.settings.worker_name or f"{socket.gethostname()}:{os.getpid()}",
             "kb_version": await asyncio.to_thread(lambda: searcher.serving_version),
+            "bm25_version": await asyncio.to_thread(lambda: searcher.keyword_index_version),
             "mode": app.service.mode,
         },
         headers={"Cache-Control": "no-store"},
