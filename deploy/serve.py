@@ -32,6 +32,9 @@ NGINX = "/usr/sbin/nginx"  # Debian's nginx package
 SNIPPETS = PROJECT / "deploy" / "nginx"  # the configuration shared with the Debian site file
 WORKER_START_SECONDS = 90  # a worker counts as started (and is health-checked) once it has run this long
 HEALTH_TIMEOUT_SECONDS = 10  # /health slower than this: the worker is restarted
+# A worker that cannot start (PostgreSQL or Redis not up yet after a reboot) is tried again, each wait a second
+# longer (supervisord's backoff), for about an hour and a half, instead of supervisord giving up after a few tries.
+START_RETRIES = 100
 
 
 def nginx_conf(run: Path, host: str, port: int, worker_ports: list[int], snippets: Path = SNIPPETS) -> str:
@@ -112,7 +115,7 @@ directory={PROJECT}
 environment=WORKERS="{workers}",CHAINLIT_APP_ROOT="{root}",WORKER_NAME="worker-{i}"
 autorestart=true
 startsecs={WORKER_START_SECONDS}
-startretries=5
+startretries={START_RETRIES}
 stopsignal=TERM
 stopwaitsecs=20
 stopasgroup=true
