@@ -177,7 +177,8 @@ LoginForm = Annotated[OAuth2PasswordRequestForm, Depends()]
 
 
 class LoginThrottle:
-    """Failed logins per account and per client address in a moving window (limits' in-memory storage)."""
+    """Failed logins per account and per client address in a moving window (limits' in-memory storage, or its Redis
+    storage when several workers share the installation: throttle_storage)."""
 
     def __init__(self, settings: Settings):
         self.limiter = MovingWindowRateLimiter(throttle_storage(settings))
