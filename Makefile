@@ -6,6 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 HOST ?= 127.0.0.1
+WORKERS ?= 1
 
 .PHONY: install run serve test ingest eval bench
 
@@ -22,8 +23,14 @@ run: install
 	env -u CI CLINCITE_DEV_LOGIN=true $(BIN)/chainlit run app.py -h --host $(HOST) --port $(PORT)
 
 # Production-style: real accounts only (add them with `.venv/bin/python -m clincite.users add NAME`).
+# WORKERS=N (N > 1): N workers behind nginx on HOST:PORT, kept running by supervisord (deploy/serve.py); the settings
+# must then name the shared servers (PostgreSQL, Chroma server, Redis: docs/deploy.md).
 serve: install
+ifeq ($(WORKERS),1)
 	env -u CI $(BIN)/chainlit run app.py -h --host $(HOST) --port $(PORT)
+else
+	env -u CI $(BIN)/python deploy/serve.py --workers $(WORKERS) --host $(HOST) --port $(PORT)
+endif
 
 # Two workers, whole test modules each (module-scoped app servers stay in one worker); TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= 2

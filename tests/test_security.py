@@ -515,7 +515,7 @@ def test_7_every_agent_is_told_documents_and_history_are_data():
 def test_8_data_files_are_private(app, alice):
     passages = [p for p in (app["data"] / "files").rglob("*") if p.is_file()]
     assert passages, "the answer's source passages are stored"
-    for path in [app["data"] / "clincite.sqlite3", app["data"] / "users.json", *passages]:
+    for path in [app["data"] / "clincite.sqlite3", app["data"] / "accounts.sqlite3", *passages]:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
 
 

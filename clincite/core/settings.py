@@ -25,6 +25,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -158,12 +159,25 @@ class Settings(BaseSettings):
 
     # --- web app ---
     database_url: str | None = Field(None, validation_alias=AliasChoices("CLINCITE_DATABASE_URL"))
+    # SQLite only: seconds a write waits for the database to be free before it fails with "database is locked"
+    sqlite_busy_timeout: float = Field(30.0, gt=0)
     users_file: Path | None = None  # default: DATA_DIR/users.json
     dev_login: bool = Field(False, validation_alias=AliasChoices("CLINCITE_DEV_LOGIN"))
     # Failed logins allowed per account and per client address within a moving window ("limits" notation, e.g.
     # "5/15 minutes"); past it, logins are refused without checking the password until the window moves on.
     login_account_limit: str = "5/15 minutes"
     login_address_limit: str = "20/15 minutes"
+    # --- several app workers (docs/deploy.md) ---
+    # How many app processes serve this installation, on all machines together. Above 1, everything they share must
+    # be on a server: PostgreSQL (CLINCITE_DATABASE_URL), a Chroma server (CHROMA_HOST) and Redis (REDIS_URL).
+    workers: int = Field(1, ge=1)
+    worker_name: str | None = None  # shown by /clincite/health (default: host name and process id)
+    # Redis (Debian's redis-server): login throttling counted across workers, logouts and KB versions pushed to every
+    # worker at once. Unset: in-process counters, for one process.
+    redis_url: str | None = None
+    # Chainlit signs login cookies with it (it reads the variable itself); read here only to refuse several workers
+    # that would each make their own (a login would then be valid on one worker only).
+    chainlit_auth_secret: SecretStr | None = None
     # Login cookies carry the Secure flag: auto = when the request came over HTTPS (TLS, or a trusted proxy's
     # X-Forwarded-Proto), true = always, false = never.
     cookie_secure: Literal["auto", "true", "false"] = "auto"
@@ -185,7 +199,27 @@ class Settings(BaseSettings):
         self.users_file = _absolute(self.users_file) if self.users_file else self.data_dir / "users.json"
         if self.chunk_max_chars <= self.chunk_min_chars:
             raise ValueError("CHUNK_MAX_CHARS must be larger than CHUNK_MIN_CHARS")
+        if self.workers > 1 and (missing := self.unshared_parts()):
+            raise PydanticCustomError(
+                "not_shareable",
+                "WORKERS={workers}：多个工作进程只能共享服务器上的数据，以下设置还不满足：{missing}。"
+                "请按 docs/deploy.md 配置，或设 WORKERS=1。",
+                {"workers": self.workers, "missing": "；".join(missing)},
+            )
         return self
+
+    def unshared_parts(self) -> list[str]:
+        """What this configuration keeps inside one process or on one disk (Chinese, for the refusal message)."""
+        missing = []
+        if self.db_url.startswith("sqlite"):
+            missing.append("CLINCITE_DATABASE_URL 未设置（SQLite 只能由一个进程写入），需 postgresql+asyncpg://…")
+        if not self.chroma_host:
+            missing.append("CHROMA_HOST 未设置（向量库在本机磁盘上），需 Chroma 服务器")
+        if not self.redis_url:
+            missing.append("REDIS_URL 未设置（登录限流和退出登录只在本进程内有效），需 Redis")
+        if self.chainlit_auth_secret is None:
+            missing.append("CHAINLIT_AUTH_SECRET 未设置（各进程会各自生成登录密钥），需所有工作进程使用同一个值")
+        return missing
 
     def agent(self, name: str) -> AgentSettings:
         return AgentSettings(**{key: getattr(self, f"{name}_{key}") for key in AgentSettings.model_fields})

@@ -244,9 +244,9 @@ class Ingestor:
     def _ensure_bm25(self, force: bool) -> None:
         """Publish a BM25 index of the catalogue unless the published one is already of this version."""
         version = self.kb.catalogue.version
-        published = BM25Index.published(self.kb.bm25_dir)
+        published = self.kb.published_bm25()
         if force or published is None or published.get("version") != version:
-            BM25Index.build(self.kb.catalogue.iter_chunks(), get_tokenizer(), version).save(self.kb.bm25_dir)
+            self.kb.publish_bm25(BM25Index.build(self.kb.catalogue.iter_chunks(), get_tokenizer(), version))
 
     # The vector store may be unreachable (a Chroma server that is down): the catalogue and BM25 still get every
     # document, the run says so, and the next run's _sync_vectors adds the missing vectors and drops stale ones.

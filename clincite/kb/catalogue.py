@@ -1,36 +1,53 @@
-"""The knowledge-base catalogue: documents and chunks in SQLite, the commit point of every ingest.
+"""The knowledge-base catalogue: documents and chunks, the commit point of every ingest, in SQLite or PostgreSQL.
+
+    Catalogue(kb_dir / "catalogue.sqlite3")                    # one machine: a file in the KB directory
+    Catalogue("postgresql+pg8000://…", schema="kb")            # several workers: schema `kb` of the shared database
 
 Chunk texts live only here; Chroma stores vectors keyed by chunk id. A search hit whose id is not in the catalogue
 (a vector left behind by a crash) is simply ignored, so a document always has either its old chunks or its new ones.
+One SQLAlchemy Core implementation serves both engines (the SQL differs only where noted); its numbered migrations
+are the same on both. On PostgreSQL the catalogue also holds the published BM25 index files (`bm25_files`, see
+kb/store.py), so a worker on another machine needs no copy of the KB directory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import sqlite3
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from clincite.core.migrations import Migrations, apply_sqlite, sqlite_columns
+from sqlalchemy import Connection, create_engine, event, inspect, text
+from sqlalchemy.pool import StaticPool
+
+from clincite.core.migrations import Migrations, apply_sync
 from clincite.core.naming import remember_title
 from clincite.core.shapes import Chunk, DocumentRecord, Segment
 
 catalogue_migrations = Migrations("catalogue")
 
 
+def _float(db: Connection) -> str:
+    return "DOUBLE PRECISION" if db.dialect.name == "postgresql" else "REAL"  # PostgreSQL's REAL is 4 bytes
+
+
 @catalogue_migrations
-def m001_initial(db: sqlite3.Connection) -> None:
+def m001_initial(db: Connection) -> None:
     """The schema of the first release (adopted in place when the tables already exist)."""
-    db.execute("""CREATE TABLE IF NOT EXISTS documents (
+    db.execute(
+        text(f"""CREATE TABLE IF NOT EXISTS documents (
     source TEXT PRIMARY KEY,          -- the file name clinicians see cited
     path TEXT NOT NULL,
     title TEXT NOT NULL,
     file_hash TEXT NOT NULL,
     chunk_count INTEGER NOT NULL,
-    ingested_at REAL NOT NULL
+    ingested_at {_float(db)} NOT NULL
 )""")
-    db.execute("""CREATE TABLE IF NOT EXISTS chunks (
+    )
+    db.execute(
+        text("""CREATE TABLE IF NOT EXISTS chunks (
     id TEXT PRIMARY KEY,
     source TEXT NOT NULL REFERENCES documents(source) ON DELETE CASCADE,
     title TEXT NOT NULL,
@@ -41,15 +58,20 @@ def m001_initial(db: sqlite3.Connection) -> None:
     text TEXT NOT NULL,
     content_hash TEXT NOT NULL
 )""")
-    db.execute("""CREATE INDEX IF NOT EXISTS chunks_source ON chunks(source, position)""")
-    db.execute("""CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""")
+    )
+    db.execute(text("CREATE INDEX IF NOT EXISTS chunks_source ON chunks(source, position)"))
+    db.execute(text("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"))
 
 
 @catalogue_migrations
-def m002_chunk_pages(db: sqlite3.Connection) -> None:
+def m002_chunk_pages(db: Connection) -> None:
     """The pages a chunk spans (JSON [first, last]; NULL for formats without pages): cited as 第 N 页."""
-    if "pages" not in sqlite_columns(db, "chunks"):
-        db.execute("ALTER TABLE chunks ADD COLUMN pages TEXT")
+    if "pages" not in _columns(db, "chunks"):
+        db.execute(text("ALTER TABLE chunks ADD COLUMN pages TEXT"))
+
+
+def _columns(db: Connection, table: str) -> set[str]:
+    return {c["name"] for c in inspect(db).get_columns(table)}
 
 
 CHUNK_COLUMNS = 'id, source, title, heading_path, position, start, "end", text, content_hash, pages, segments'
@@ -57,96 +79,202 @@ DOCUMENT_COLUMNS = "source, path, title, file_hash, chunk_count, ingested_at, me
 
 
 @catalogue_migrations
-def m003_documents_by_hash(db: sqlite3.Connection) -> None:
+def m003_documents_by_hash(db: Connection) -> None:
     """Ingest looks documents up by content hash: an identical file is reported as a duplicate of the first."""
-    db.execute("CREATE INDEX IF NOT EXISTS documents_file_hash ON documents(file_hash)")
+    db.execute(text("CREATE INDEX IF NOT EXISTS documents_file_hash ON documents(file_hash)"))
 
 
 @catalogue_migrations
-def m004_structure(db: sqlite3.Connection) -> None:
+def m004_structure(db: Connection) -> None:
     """A chunk's heading lines and sections (JSON list of segments) and a document's metadata (front matter): the
     structure the loaders know, so nothing downstream re-parses headings from "#"."""
-    if "segments" not in sqlite_columns(db, "chunks"):
-        db.execute("ALTER TABLE chunks ADD COLUMN segments TEXT")
-    if "metadata" not in sqlite_columns(db, "documents"):
-        db.execute("ALTER TABLE documents ADD COLUMN metadata TEXT")
+    if "segments" not in _columns(db, "chunks"):
+        db.execute(text("ALTER TABLE chunks ADD COLUMN segments TEXT"))
+    if "metadata" not in _columns(db, "documents"):
+        db.execute(text("ALTER TABLE documents ADD COLUMN metadata TEXT"))
+
+
+@catalogue_migrations
+def m005_bm25_files(db: Connection) -> None:
+    """The published BM25 index files, for workers that share this catalogue from other machines (PostgreSQL); a
+    file is stored in parts. Empty in a catalogue file of one machine, where the index lives in KB_DIR/bm25/."""
+    blob = "BYTEA" if db.dialect.name == "postgresql" else "BLOB"
+    db.execute(
+        text(f"""CREATE TABLE IF NOT EXISTS bm25_files (
+    dir TEXT NOT NULL,                -- the version folder's name (v00000012-1a2b3c4d)
+    name TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    data {blob} NOT NULL,
+    PRIMARY KEY (dir, name, part)
+)""")
+    )
+
+
+@catalogue_migrations
+def m006_originals(db: Connection) -> None:
+    """The original files of a shared KB (kb/shared_originals.py), by content hash: every worker serves them. Empty
+    in a catalogue file of one machine, whose originals are files in KB_DIR/originals/."""
+    blob = "BYTEA" if db.dialect.name == "postgresql" else "BLOB"
+    db.execute(text(f"CREATE TABLE IF NOT EXISTS originals (digest TEXT PRIMARY KEY, data {blob} NOT NULL)"))
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    dbapi_connection.execute("PRAGMA journal_mode=WAL")
+    dbapi_connection.execute("PRAGMA foreign_keys=ON")
+
+
+def sync_url(url: str) -> str:
+    """The app database's URL (asyncpg) as the synchronous driver the catalogue and accounts use (pg8000)."""
+    scheme, rest = url.split("://", 1)
+    return f"postgresql+pg8000://{rest}" if scheme.startswith("postgresql") else url
 
 
 class Catalogue:
-    """Documents and chunks in SQLite. Thread-safe: one connection behind a lock."""
+    """Documents and chunks. Thread-safe: SQLite is one connection behind a lock; PostgreSQL a connection pool."""
 
-    def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, location: Path | str, schema: str | None = None):
+        location = str(location)
+        self.shared = location.startswith("postgresql")
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self.schema_version = apply_sqlite(self._db, catalogue_migrations)
+        if self.shared:
+            self.engine = create_engine(
+                sync_url(location),
+                pool_pre_ping=True,
+                connect_args={"application_name": "clincite-kb"},
+            )
+            self.schema = schema or "kb"
+            event.listen(self.engine, "connect", self._search_path)
+            with self.engine.begin() as db:
+                db.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"'))
+        else:
+            Path(location).parent.mkdir(parents=True, exist_ok=True)
+            self.schema = None
+            self.engine = create_engine(
+                f"sqlite:///{location}",
+                poolclass=StaticPool,  # one connection, as before: the lock below orders every use of it
+                connect_args={"check_same_thread": False, "isolation_level": None},
+            )
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self.schema_version = apply_sync(self.transaction, catalogue_migrations)
+
+    def _search_path(self, dbapi_connection, _record) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f'SET search_path TO "{self.schema}"')
+        cursor.close()
+        dbapi_connection.commit()
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[Connection]:
+        """A connection for reads (autocommit on SQLite; a short transaction on PostgreSQL)."""
+        if self.shared:
+            with self.engine.connect() as db:
+                yield db
+                db.commit()
+        else:
+            with self._lock, self.engine.connect() as db:
+                yield db
+
+    def reading(self):
+        """A connection for reads, as a context manager (one statement or several, no write lock)."""
+        return self._connect()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """One write transaction: SQLite takes the write lock at BEGIN (IMMEDIATE), so no reader upgrade can fail."""
+        if self.shared:
+            with self.engine.begin() as db:
+                yield db
+            return
+        with self._lock, self.engine.connect() as db:
+            db.exec_driver_sql("BEGIN IMMEDIATE")
+            try:
+                yield db
+                db.exec_driver_sql("COMMIT")
+            except BaseException:
+                db.exec_driver_sql("ROLLBACK")
+                raise
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self.engine.dispose()
 
     # --- reads ---
     @property
     def version(self) -> int:
         """Bumped by every change; caches and the BM25 index are keyed on it."""
-        with self._lock:
-            row = self._db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
-        return int(row[0]) if row else 0
+        return int(self.meta("version") or 0)
+
+    def meta(self, key: str) -> str | None:
+        with self._connect() as db:
+            return self.meta_in(db, key)
+
+    @staticmethod
+    def meta_in(db: Connection, key: str) -> str | None:
+        row = db.execute(text("SELECT value FROM meta WHERE key=:key"), {"key": key}).fetchone()
+        return row[0] if row else None
 
     def document_count(self) -> int:
-        with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+        with self._connect() as db:
+            return db.execute(text("SELECT COUNT(*) FROM documents")).scalar_one()
 
     def documents(self) -> dict[str, DocumentRecord]:
-        with self._lock:
-            rows = self._db.execute(f"SELECT {DOCUMENT_COLUMNS} FROM documents ORDER BY source").fetchall()
+        with self._connect() as db:
+            rows = db.execute(text(f"SELECT {DOCUMENT_COLUMNS} FROM documents ORDER BY source")).fetchall()
         for row in rows:
             remember_title(row[0], row[2])
         return {r[0]: _row_to_document(r) for r in rows}
 
     def source_with_hash(self, file_hash: str, other_than: str) -> str | None:
         """A document (other than `other_than`) whose file has exactly this content hash."""
-        with self._lock:
-            row = self._db.execute(
-                "SELECT source FROM documents WHERE file_hash=? AND source<>? ORDER BY source LIMIT 1",
-                (file_hash, other_than),
+        with self._connect() as db:
+            row = db.execute(
+                text("SELECT source FROM documents WHERE file_hash=:hash AND source<>:other ORDER BY source LIMIT 1"),
+                {"hash": file_hash, "other": other_than},
             ).fetchone()
         return row[0] if row else None
 
     def chunk_ids(self, source: str | None = None) -> list[str]:
-        with self._lock:
+        with self._connect() as db:
             if source is None:
-                rows = self._db.execute("SELECT id FROM chunks ORDER BY source, position").fetchall()
+                rows = db.execute(text("SELECT id FROM chunks ORDER BY source, position")).fetchall()
             else:
-                rows = self._db.execute("SELECT id FROM chunks WHERE source=? ORDER BY position", (source,)).fetchall()
+                rows = db.execute(
+                    text("SELECT id FROM chunks WHERE source=:source ORDER BY position"), {"source": source}
+                ).fetchall()
         return [r[0] for r in rows]
 
     def get_chunks(self, ids: list[str]) -> dict[str, Chunk]:
         if not ids:
             return {}
         found: dict[str, Chunk] = {}
-        with self._lock:
+        with self._connect() as db:
             for start in range(0, len(ids), 500):
                 part = ids[start : start + 500]
-                marks = ",".join("?" * len(part))
-                for row in self._db.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", part):
+                marks = ",".join(f":i{n}" for n in range(len(part)))
+                rows = db.execute(
+                    text(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})"),
+                    {f"i{n}": cid for n, cid in enumerate(part)},
+                )
+                for row in rows:
                     found[row[0]] = _row_to_chunk(row)
         return found
 
     def all_chunks(self) -> list[Chunk]:
-        with self._lock:
-            rows = self._db.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks ORDER BY source, position").fetchall()
+        with self._connect() as db:
+            rows = db.execute(text(f"SELECT {CHUNK_COLUMNS} FROM chunks ORDER BY source, position")).fetchall()
         return [_row_to_chunk(r) for r in rows]
 
     def iter_chunks(self, batch: int = 2000):
-        """Every chunk, a batch at a time (keyset on rowid): what indexing a whole KB reads without holding it all."""
+        """Every chunk, a batch at a time (keyset paging), in the order they were written: what indexing a whole KB
+        reads without holding it all. SQLite keys on its rowid; PostgreSQL on (source, position)."""
+        if self.shared:
+            yield from self._iter_by_position(batch)
+            return
         last = 0
         while True:
-            with self._lock:
-                rows = self._db.execute(
-                    f"SELECT rowid, {CHUNK_COLUMNS} FROM chunks WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, batch)
+            with self._connect() as db:
+                rows = db.execute(
+                    text(f"SELECT rowid, {CHUNK_COLUMNS} FROM chunks WHERE rowid > :last ORDER BY rowid LIMIT :n"),
+                    {"last": last, "n": batch},
                 ).fetchall()
             if not rows:
                 return
@@ -154,77 +282,95 @@ class Catalogue:
             for row in rows:
                 yield _row_to_chunk(row[1:])
 
+    def _iter_by_position(self, batch: int):
+        last: tuple[str, int] = ("", -1)
+        while True:
+            with self._connect() as db:
+                rows = db.execute(
+                    text(
+                        f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE (source, position) > (:source, :position) "
+                        "ORDER BY source, position LIMIT :n"
+                    ),
+                    {"source": last[0], "position": last[1], "n": batch},
+                ).fetchall()
+            if not rows:
+                return
+            last = (rows[-1][1], rows[-1][4])
+            for row in rows:
+                yield _row_to_chunk(row)
+
     def chunks_of(self, source: str) -> list[Chunk]:
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE source=? ORDER BY position", (source,)
+        with self._connect() as db:
+            rows = db.execute(
+                text(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE source=:source ORDER BY position"), {"source": source}
             ).fetchall()
         return [_row_to_chunk(r) for r in rows]
 
     # --- writes (each one transaction, each one version bump) ---
     def replace_document(self, record: DocumentRecord, chunks: list[Chunk]) -> None:
         """Swap a document's chunks in one transaction: readers see all old chunks or all new ones."""
-        with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                db.execute("DELETE FROM chunks WHERE source=?", (record.source,))
+        with self.transaction() as db:
+            db.execute(text("DELETE FROM chunks WHERE source=:source"), {"source": record.source})
+            db.execute(
+                text(
+                    f"INSERT INTO documents ({DOCUMENT_COLUMNS}) "
+                    "VALUES (:source, :path, :title, :file_hash, :chunk_count, :ingested_at, :metadata) "
+                    "ON CONFLICT (source) DO UPDATE SET path=excluded.path, title=excluded.title, "
+                    "file_hash=excluded.file_hash, chunk_count=excluded.chunk_count, "
+                    "ingested_at=excluded.ingested_at, metadata=excluded.metadata"
+                ),
+                {
+                    **record.model_dump(exclude={"metadata"}),
+                    "metadata": json.dumps(record.metadata, ensure_ascii=False) if record.metadata else None,
+                },
+            )
+            if chunks:
                 db.execute(
-                    f"INSERT OR REPLACE INTO documents ({DOCUMENT_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
-                    (
-                        record.source,
-                        record.path,
-                        record.title,
-                        record.file_hash,
-                        record.chunk_count,
-                        record.ingested_at,
-                        json.dumps(record.metadata, ensure_ascii=False) if record.metadata else None,
+                    text(
+                        f"INSERT INTO chunks ({CHUNK_COLUMNS}) VALUES (:id, :source, :title, :heading_path, "
+                        ":position, :start, :end, :text, :content_hash, :pages, :segments)"
                     ),
-                )
-                db.executemany(
-                    f"INSERT INTO chunks ({CHUNK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     [
-                        (
-                            c.id,
-                            c.source,
-                            c.title,
-                            json.dumps(c.heading_path, ensure_ascii=False),
-                            c.position,
-                            c.start,
-                            c.end,
-                            c.text,
-                            c.content_hash,
-                            json.dumps(c.pages) if c.pages else None,
-                            json.dumps([s.model_dump() for s in c.segments], ensure_ascii=False)
+                        {
+                            "id": c.id,
+                            "source": c.source,
+                            "title": c.title,
+                            "heading_path": json.dumps(c.heading_path, ensure_ascii=False),
+                            "position": c.position,
+                            "start": c.start,
+                            "end": c.end,
+                            "text": c.text,
+                            "content_hash": c.content_hash,
+                            "pages": json.dumps(c.pages) if c.pages else None,
+                            "segments": json.dumps([s.model_dump() for s in c.segments], ensure_ascii=False)
                             if c.segments
                             else None,
-                        )
+                        }
                         for c in chunks
                     ],
                 )
-                self._bump_version()
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+            self._bump_version(db)
 
     def remove_document(self, source: str) -> None:
-        with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                db.execute("DELETE FROM chunks WHERE source=?", (source,))
-                db.execute("DELETE FROM documents WHERE source=?", (source,))
-                self._bump_version()
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+        with self.transaction() as db:
+            db.execute(text("DELETE FROM chunks WHERE source=:source"), {"source": source})
+            db.execute(text("DELETE FROM documents WHERE source=:source"), {"source": source})
+            self._bump_version(db)
 
-    def _bump_version(self) -> None:
-        self._db.execute(
-            "INSERT INTO meta(key, value) VALUES('version', '1') "
-            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+    def _bump_version(self, db: Connection) -> None:
+        db.execute(
+            text(
+                "INSERT INTO meta(key, value) VALUES('version', '1') "
+                "ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)"
+            )
+        )
+
+    def set_meta(self, db: Connection, key: str, value: str) -> None:
+        db.execute(
+            text(
+                "INSERT INTO meta(key, value) VALUES(:key, :value) ON CONFLICT(key) DO UPDATE SET value=excluded.value"
+            ),
+            {"key": key, "value": value},
         )
 
 
@@ -242,7 +388,7 @@ def _row_to_document(row: tuple[Any, ...]) -> DocumentRecord:
 
 
 def _row_to_chunk(row: tuple[Any, ...]) -> Chunk:
-    cid, source, title, heading_path, position, start, end, text, chash, pages, segments = row
+    cid, source, title, heading_path, position, start, end, text_, chash, pages, segments = row
     remember_title(source, title)
     return Chunk(
         id=cid,
@@ -252,7 +398,7 @@ def _row_to_chunk(row: tuple[Any, ...]) -> Chunk:
         position=position,
         start=start,
         end=end,
-        text=text,
+        text=text_,
         content_hash=chash,
         pages=json.loads(pages) if pages else None,
         segments=[Segment(**s) for s in json.loads(segments)] if segments else [],

@@ -121,7 +121,7 @@ class TwoStageQueryService:
     async def run(self, question: str, history: list[ChatTurn] | None = None) -> AsyncIterator[Event]:
         """The events of one question, in order of happening. Closing the iterator cancels the question."""
         history = list(history or [])[-2 * self.settings.history_turns :]
-        key = self.cache.key(question, history, self._fingerprint())
+        key = self.cache.key(question, history, await asyncio.to_thread(self._fingerprint))  # KB version: a query
         if cached := self.cache.get(key):
             async for event in replay(cached):
                 yield event

@@ -133,6 +133,12 @@ class HybridSearcher:
         return self.kb.catalogue.version
 
     @property
+    def keyword_index_version(self) -> int | None:
+        """The version of the BM25 index being served; None when none is loaded (search is then semantic-only)."""
+        index = self._current_view().bm25
+        return index.version if index is not None else None
+
+    @property
     def serving_version(self) -> int:
         """The published KB version the searcher reads now (-1: none yet)."""
         return self._current_view().version
@@ -159,9 +165,9 @@ class HybridSearcher:
         return view
 
     def _open_view(self) -> KBView:
-        pointer = BM25Index.published(self.kb.bm25_dir)
+        pointer = self.kb.published_bm25()
         try:
-            index = BM25Index.load(self.kb.bm25_dir)
+            index = self.kb.load_bm25()  # with a shared catalogue: brought into this machine's bm25/ first
         except Exception as exc:  # a damaged folder: semantic search still works, a rerun of ingest repairs it
             log.error("BM25 index in %s cannot be loaded (%s: %s)", self.kb.bm25_dir, type(exc).__name__, exc)
             index = None
@@ -175,7 +181,7 @@ class HybridSearcher:
         if now - self._last_check < self.settings.kb_reload_interval:
             return
         self._last_check = now
-        pointer = BM25Index.published(self.kb.bm25_dir)
+        pointer = self.kb.published_bm25()
         if pointer is None or pointer.get("version") == view.version:
             return
         with self._view_lock:

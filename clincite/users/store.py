@@ -1,4 +1,5 @@
-"""Clinician accounts for the web app: salted bcrypt hashes in a JSON file (USERS_FILE).
+"""Clinician accounts for the web app: salted bcrypt hashes in SQL (records.py: DATA_DIR/accounts.sqlite3, or the
+shared PostgreSQL database of several workers; an earlier release's USERS_FILE, users.json, is imported once).
 
     python -m clincite.users.store add 张医生         # asks for the password twice (or reads two lines from stdin)
     python -m clincite.users.store list
@@ -20,20 +21,20 @@ from __future__ import annotations
 import argparse
 import functools
 import getpass
-import json
 import os
 import secrets
 import sys
-import threading
 from pathlib import Path
 
 import bcrypt
-from filelock import FileLock
 
+from clincite.core import bus
 from clincite.core.settings import Settings, get_settings
+from clincite.users.records import AccountRecords
 
 DEV_USER = ("demo", "demo")  # only with CLINCITE_DEV_LOGIN=true and no users configured
 MIN_PASSWORD_CHARS = 8
+ACCOUNTS_FILE = "accounts.sqlite3"  # in DATA_DIR, unless the app database is PostgreSQL
 PRIVATE = 0o600
 
 
@@ -74,37 +75,30 @@ def create_private(path: Path) -> None:
 
 
 class UserStore:
-    """The accounts file. Writers (the CLI, the app on logout) hold a file lock, so no update is lost between them."""
+    """The accounts: their rules here, their rows in SQL (records.py). Every change is one transaction, so no update
+    is lost between writers (the CLI, the app on logout, another worker)."""
 
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        self._file_lock = FileLock(str(self.path) + ".lock", mode=PRIVATE)
-        self._cache: tuple[tuple[int, int] | None, dict[str, dict]] = (None, {})
+    def __init__(self, location: Path | str, import_json: Path | None = None, on_change=None):
+        self.path = location  # a SQLite file, or the shared database's URL
+        self.records = AccountRecords(location, import_json, on_change)
 
-    def _stamp(self) -> tuple[int, int] | None:
-        try:
-            stat = self.path.stat()
-        except FileNotFoundError:
-            return None
-        return stat.st_mtime_ns, stat.st_ino
+    @classmethod
+    def for_settings(cls, settings: Settings) -> UserStore:
+        """The installation's accounts: schema `accounts` of the shared PostgreSQL database, else
+        DATA_DIR/accounts.sqlite3; an existing USERS_FILE (users.json) is imported once."""
+        url = settings.database_url
+        location = url if url and url.startswith("postgresql") else settings.data_dir / ACCOUNTS_FILE
+        return cls(location, settings.users_file, on_change=lambda: bus.publish(settings, bus.ACCOUNTS, {}))
+
+    def _stamp(self) -> str | None:
+        return self.records.stamp()
 
     def _load(self) -> dict[str, dict]:
-        # Read on every authenticated request (session checks): parsed again only when the file changed.
-        stamp = self._stamp()
-        if stamp is None:
-            return {}
-        if self._cache[0] != stamp:
-            self._cache = (stamp, json.loads(self.path.read_text(encoding="utf-8")))
-        return self._cache[1]
+        # Read on every authenticated request (session checks): one version row, the accounts only when it moved.
+        return self.records.load()
 
     def _update(self, change) -> object:
-        with self._lock, self._file_lock:
-            self._cache = (None, {})
-            users = {name: dict(record) for name, record in self._load().items()}
-            result = change(users)
-            write_private(self.path, json.dumps(users, ensure_ascii=False, indent=2))
-            return result
+        return self.records.update(change)
 
     def names(self) -> list[str]:
         return sorted(self._load())
@@ -209,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     remove.add_argument("name")
     args = parser.parse_args(argv)
 
-    store = UserStore(get_settings().users_file)
+    store = UserStore.for_settings(get_settings())
     if args.command == "list":
         print("\n".join(store.names()) or "（还没有用户）")
         return 0

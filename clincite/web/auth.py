@@ -37,10 +37,11 @@ from chainlit.config import APP_ROOT, config
 from fastapi import Depends, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.security import OAuth2PasswordRequestForm
-from limits.storage import MemoryStorage
+from limits.storage import MemoryStorage, Storage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 from starlette.requests import cookie_parser
 
+from clincite.core import bus
 from clincite.core.settings import Settings
 from clincite.users.store import DEV_USER, UserStore, dev_login_allowed
 
@@ -176,10 +177,11 @@ LoginForm = Annotated[OAuth2PasswordRequestForm, Depends()]
 
 
 class LoginThrottle:
-    """Failed logins per account and per client address in a moving window (limits' in-memory storage)."""
+    """Failed logins per account and per client address in a moving window (limits' in-memory storage, or its Redis
+    storage when several workers share the installation: throttle_storage)."""
 
     def __init__(self, settings: Settings):
-        self.limiter = MovingWindowRateLimiter(MemoryStorage())
+        self.limiter = MovingWindowRateLimiter(throttle_storage(settings))
         self.limits = {
             "account": limits.parse(settings.login_account_limit),
             "address": limits.parse(settings.login_address_limit),
@@ -215,6 +217,56 @@ class LoginThrottle:
 
 
 _throttle: LoginThrottle | None = None
+
+
+# --- shared by several workers (REDIS_URL; docs/deploy.md) ---
+def throttle_storage(settings: Settings) -> Storage:
+    """Where failed logins are counted: limits' Redis storage when workers share the installation, so that N workers
+    do not give an attacker N times the tries; else this process's memory."""
+    if settings.redis_url:
+        return storage_from_string(
+            settings.redis_url, socket_timeout=bus.SOCKET_TIMEOUT, socket_connect_timeout=bus.SOCKET_TIMEOUT
+        )
+    return MemoryStorage()
+
+
+SHARED_DOWN_KEY = "sharedstoredown"  # the login page translates auth.login.errors.<detail>
+SHARED_DOWN_MESSAGE = "暂时无法登录：共享的 Redis 服务器无法连接（登录失败次数在其中计数）。请稍后再试，或联系管理员。"
+
+
+async def shared_store_down(request: Request, exc: Exception) -> JSONResponse:
+    """Redis is unreachable: failed logins cannot be counted, so no password is checked — a clear 503, not a 500.
+    Questions of logged-in clinicians do not need Redis and go on."""
+    log.error("Redis unreachable during %s %s (%s: %s)", request.method, request.url.path, type(exc).__name__, exc)
+    return JSONResponse({"detail": SHARED_DOWN_KEY, "message": SHARED_DOWN_MESSAGE}, status_code=503)
+
+
+def install_shared_store_handler(fastapi_app) -> None:
+    """Answer a Redis outage with SHARED_DOWN_MESSAGE. Before the server starts (Starlette freezes its handlers)."""
+    from redis.exceptions import RedisError
+
+    fastapi_app.add_exception_handler(RedisError, shared_store_down)
+
+
+def add_shared_store_message(app_root: str = APP_ROOT) -> None:
+    """The login page's Chinese and English text for a Redis outage (translations are generated at start-up)."""
+    texts = {"zh-CN.json": SHARED_DOWN_MESSAGE, "en-US.json": "Login is unavailable: the shared Redis server is down."}
+    for name, text in texts.items():
+        path = Path(app_root) / ".chainlit" / "translations" / name
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            errors = data.setdefault("auth", {}).setdefault("login", {}).setdefault("errors", {})
+            if errors.get(SHARED_DOWN_KEY) != text:
+                errors[SHARED_DOWN_KEY] = text
+                path.write_text(json.dumps(data, ensure_ascii=False, indent=4), encoding="utf-8")
+        except (OSError, ValueError):
+            log.warning("Could not add the Redis outage message to %s", path)
+
+
+async def on_account_message(message: dict) -> None:
+    """An account changed in another process (a logout on another worker, the accounts command line): end this
+    worker's stale sockets now (the account store publishes every change: UserStore.for_settings)."""
+    await disconnect_stale_sockets()
 
 
 def login_throttle() -> LoginThrottle:

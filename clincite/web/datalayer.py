@@ -27,7 +27,7 @@ from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
 from chainlit.data.storage_clients.base import BaseStorageClient
 from chainlit.data.utils import queue_until_user_message
 from chainlit.types import Feedback
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from clincite.core.migrations import Migrations, apply_async
@@ -39,6 +39,10 @@ log = logging.getLogger("clincite.datalayer")
 
 FILES_ROUTE = "/clincite/files"
 STEP_BATCH_SECONDS = 0.2  # how long a step write may wait to share its transaction with the other chats' writes
+# SQLite with a hundred chats in one process (bench/bench_sqlite_writes.py measures each of these): WAL lets readers
+# and the one writer proceed side by side and makes a commit one append; a writer that finds the database busy waits
+# up to SQLITE_BUSY_TIMEOUT seconds for its turn instead of failing with "database is locked" after sqlite3's 5 s.
+SQLITE_PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL")
 
 # Columns follow Chainlit 2.12's to_dict() keys (the published DDL is stale: defaultOpen, autoCollapse, ...).
 INITIAL_SCHEMA = [
@@ -86,12 +90,31 @@ async def m002_answer_coverage(connection) -> None:
     await connection.execute(text("ALTER TABLE answer_records ADD COLUMN coverage_missing TEXT"))
 
 
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    for pragma in SQLITE_PRAGMAS:
+        cursor.execute(pragma)
+    cursor.close()
+
+
+@app_migrations
+async def m003_element_files(connection) -> None:
+    """The files behind elements (source passages), for workers that share a PostgreSQL database: a resumed thread
+    shows its passages on any worker. With SQLite they stay in DATA_DIR/files (one machine)."""
+    blob = "BYTEA" if connection.dialect.name == "postgresql" else "BLOB"
+    await connection.execute(
+        text(f"CREATE TABLE IF NOT EXISTS element_files (object_key TEXT PRIMARY KEY, mime TEXT, data {blob} NOT NULL)")
+    )
+
+
 async def ensure_schema(url: str) -> int:
     """Apply pending migrations at start; returns the schema version."""
     if url.startswith("sqlite"):
         # Created 0600 before SQLite opens it (SQLite's journal and WAL files take the database file's mode).
         create_private(Path(url.split("///", 1)[1]))
     engine = create_async_engine(url)
+    if url.startswith("sqlite"):
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
     try:
         async with engine.begin() as connection:
             return await apply_async(connection, app_migrations)
@@ -150,12 +173,70 @@ class LocalStorageClient(BaseStorageClient):
         return None
 
 
+class DatabaseStorageClient(BaseStorageClient):
+    """Element files in the app database (table element_files): every worker serves every thread's passages."""
+
+    def __init__(self):
+        self.engine = None  # the data layer's engine, set once it exists
+
+    async def upload_file(
+        self,
+        object_key: str,
+        data: bytes | str,
+        mime: str = "application/octet-stream",
+        overwrite: bool = True,
+        content_disposition: str | None = None,
+    ) -> dict[str, Any]:
+        payload = data.encode("utf-8") if isinstance(data, str) else data
+        conflict = "DO UPDATE SET data = excluded.data, mime = excluded.mime" if overwrite else "DO NOTHING"
+        async with self.engine.begin() as connection:
+            await connection.execute(
+                text(
+                    "INSERT INTO element_files (object_key, mime, data) VALUES (:key, :mime, :data) "
+                    f"ON CONFLICT (object_key) {conflict}"
+                ),
+                {"key": object_key, "mime": mime, "data": payload},
+            )
+        return {"object_key": object_key, "url": await self.get_read_url(object_key)}
+
+    async def read(self, object_key: str) -> bytes | None:
+        async with self.engine.connect() as connection:
+            row = (
+                await connection.execute(
+                    text("SELECT data FROM element_files WHERE object_key = :key"), {"key": object_key}
+                )
+            ).fetchone()
+        return bytes(row[0]) if row else None
+
+    async def delete_file(self, object_key: str) -> bool:
+        async with self.engine.begin() as connection:
+            await connection.execute(text("DELETE FROM element_files WHERE object_key = :key"), {"key": object_key})
+        return True
+
+    async def get_read_url(self, object_key: str) -> str:
+        return f"{FILES_ROUTE}/{object_key}"
+
+    async def close(self) -> None:
+        return None
+
+
 class ClinCiteDataLayer(SQLAlchemyDataLayer):
     def __init__(self, settings: Settings):
         self.fallback_file = settings.data_dir / "feedback_not_saved.jsonl"
         self._step_batch: StepBatch | None = None  # the writes waiting for the next commit
         self._step_commit: asyncio.Task | None = None  # the commit in progress (commits run one after another)
-        super().__init__(conninfo=settings.db_url, storage_provider=LocalStorageClient(settings.data_dir / "files"))
+        sqlite = settings.db_url.startswith("sqlite")
+        # One machine: element files on its disk; a shared PostgreSQL database: in it, for every worker.
+        storage = LocalStorageClient(settings.data_dir / "files") if sqlite else DatabaseStorageClient()
+        super().__init__(
+            conninfo=settings.db_url,
+            connect_args={"timeout": settings.sqlite_busy_timeout} if sqlite else None,
+            storage_provider=storage,
+        )
+        if sqlite:
+            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+        else:
+            storage.engine = self.engine
 
     @queue_until_user_message()  # as Chainlit's: steps before the first message wait for it
     async def create_step(self, step_dict):

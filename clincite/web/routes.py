@@ -3,7 +3,10 @@ and owner-checked replacements for Chainlit's /feedback and /login."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import socket
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,7 +32,7 @@ from fastapi.responses import (
 from clincite.kb.catalogue import Catalogue
 from clincite.web import state
 from clincite.web.auth import login_route
-from clincite.web.datalayer import FILES_ROUTE, ClinCiteDataLayer
+from clincite.web.datalayer import FILES_ROUTE, ClinCiteDataLayer, DatabaseStorageClient
 from clincite.web.looplag import summary as loop_lag
 from clincite.web.metrics import compute_metrics, render_page, system_status
 from clincite.web.sources import (
@@ -41,6 +44,7 @@ from clincite.web.sources import (
 )
 
 log = logging.getLogger("clincite.app")
+HEALTH_ROUTE = "/clincite/health"
 CurrentUser = Annotated[Any, Depends(get_current_user)]  # Chainlit's login check (401 without a valid login)
 
 
@@ -99,6 +103,12 @@ async def stored_file(object_key: str, request: Request) -> Response:
     layer = metrics_layer()
     if user is None:
         return JSONResponse({"error": "需要登录 (login required)"}, status_code=401)
+    storage = layer.storage_provider
+    if isinstance(storage, DatabaseStorageClient):  # shared by every worker: the elements table says whose it is
+        data = await storage.read(object_key) if await layer.element_owned_by(object_key, user.identifier) else None
+        if data is None:
+            return JSONResponse(NOT_FOUND, status_code=404)
+        return Response(data, media_type="text/plain; charset=utf-8")
     persisted = await layer.get_user(user.identifier)
     path = owned_file(layer.storage_provider.root, persisted.id, object_key) if persisted else None
     if path is None and persisted and await layer.element_owned_by(object_key, user.identifier):
@@ -164,6 +174,23 @@ async def passage_page(chunk_id: str, request: Request) -> Response:
     )
 
 
+async def worker_health(request: Request) -> Response:
+    """This worker's health (no login: nothing private): its name, the KB version it serves, its mode. Behind
+    nginx it answers for the worker the routing cookie leads to (docs/deploy.md)."""
+    app = state.current()
+    searcher = app.service.searcher
+    return JSONResponse(
+        {
+            "status": "ok",
+            "worker": app.settings.worker_name or f"{socket.gethostname()}:{os.getpid()}",
+            "kb_version": await asyncio.to_thread(lambda: searcher.serving_version),
+            "bm25_version": await asyncio.to_thread(lambda: searcher.keyword_index_version),
+            "mode": app.service.mode,
+        },
+        headers={"Cache-Control": "no-store"},
+    )
+
+
 async def avatar(avatar_id: str) -> Response:
     """Chainlit answers 400 for a non-ASCII author ("系统提示") and 404-probes others: every author gets the logo."""
     return FileResponse(AVATAR, media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})
@@ -178,6 +205,7 @@ def add_routes_before_the_spa() -> None:
     fastapi_app.add_api_route(ORIGINAL_ROUTE + "/{source:path}", original_file, methods=["GET"])
     fastapi_app.add_api_route(PASSAGE_ROUTE + "/{chunk_id}", passage_page, methods=["GET"])
     fastapi_app.add_api_route("/avatars/{avatar_id}", avatar, methods=["GET"])
+    fastapi_app.add_api_route(HEALTH_ROUTE, worker_health, methods=["GET"])
     # Same paths as Chainlit's own routes: placed first, these answer instead (owner checks, login throttle).
     fastapi_app.add_api_route("/feedback", put_feedback, methods=["PUT"])
     fastapi_app.add_api_route("/feedback", delete_feedback, methods=["DELETE"])

@@ -8,10 +8,12 @@ import logging
 import sys
 import time
 
+from clincite.core import bus
 from clincite.core.logs import quiet_libraries
 from clincite.core.settings import PROJECT_DIR, load_settings
+from clincite.kb.store import CATALOGUE_FILE
 from clincite.users.store import ensure_auth_secret
-from clincite.web.auth import add_login_messages, watch_accounts
+from clincite.web.auth import add_login_messages, add_shared_store_message, on_account_message, watch_accounts
 from clincite.web.datalayer import ensure_schema
 from clincite.web.looplag import start_probe
 from clincite.web.routes import add_routes_before_the_spa
@@ -39,14 +41,28 @@ async def start_app(app: AppContext) -> None:
     add_routes_before_the_spa()
     write_translations(offline=app.settings.offline)  # 用户名 login, an honest line under the composer
     add_login_messages()
+    add_shared_store_message()  # with REDIS_URL: a Redis outage answers logins with a clear message
     watcher = asyncio.create_task(watch_accounts(app.users))  # accounts removed or reset with the CLI
     app.background.add(watcher)
+    listener = asyncio.create_task(
+        bus.listen(app.settings, {bus.ACCOUNTS: on_account_message, bus.KB: kb_message(app)})
+    )
+    app.background.add(listener)  # other workers' logouts and new KB versions, at once (with REDIS_URL)
     await ensure_schema(app.settings.db_url)
     await replay_unsaved_feedback(app)
     await ingest_sample_kb_if_empty(app)
     task = asyncio.create_task(warm_up(app))
     app.background.add(task)
     task.add_done_callback(app.background.discard)
+
+
+def kb_message(app: AppContext):
+    """A new KB version was published (on any machine): look for it now, in a thread, instead of at the next poll."""
+
+    async def handle(message: dict) -> None:
+        await asyncio.to_thread(app.service.searcher.refresh, False)
+
+    return handle
 
 
 async def stop_app(app: AppContext) -> None:
@@ -69,6 +85,13 @@ async def ingest_sample_kb_if_empty(app: AppContext) -> None:
     """
     kb, sample = app.service.kb, app.settings.sample_kb_dir
     if kb.catalogue.document_count() or not sample.exists():
+        return
+    if kb.catalogue.shared and (kb.dir / CATALOGUE_FILE).exists():  # moved to PostgreSQL: not a first run
+        log.warning(
+            "The shared KB catalogue is empty but %s has a local one: not ingesting the sample KB. "
+            "Run `python ingest.py <documents folder>` once with these settings (docs/deploy.md).",
+            kb.dir / CATALOGUE_FILE,
+        )
         return
     log.warning("Knowledge base %s is empty: ingesting %s", kb.dir, sample)
     process = await asyncio.create_subprocess_exec(

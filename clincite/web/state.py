@@ -39,7 +39,7 @@ class AppContext:
         return cls(
             settings=settings,
             service=TwoStageQueryService(settings),
-            users=UserStore(settings.users_file),
+            users=UserStore.for_settings(settings),
             data_layer=ClinCiteDataLayer(settings),
         )
 
