@@ -1,9 +1,11 @@
 """The names clinicians see for a source document.
 
 A document is cited by its file name ("低浓度阿托品临床应用指南（演示）"), which is what a clinic's guideline folder
-is organised by. Files exported from web sites and document systems are often named by an identifier ("3089kp01",
-"a3f9e2b1c4") that nobody recognises: those are cited by the document's own title instead (the PDF/DOCX title, the
-HTML `<title>`). CITED_NAME chooses: "auto" (that rule), "file" (always the file name), "title" (always the title).
+is organised by. Files exported from web sites, blogs and document systems are often named by an identifier
+("3089kp01", "a3f9e2b1c4") or a web slug ("toddler-preschool-eye-care") that a Chinese-speaking clinician does not
+cite by: those are cited by the document's own title instead (front matter, the PDF/DOCX title, the HTML `<title>`)
+when it has one in Chinese. CITED_NAME chooses: "auto" (that rule), "file" (always the file name), "title" (always
+the title).
 
 The cited name is what the LLM sees and writes in 《…》, so the citation check accepts both names of a document.
 """
@@ -54,7 +56,7 @@ def display_source(source: str, title: str | None = None) -> str:
     title = (title if title is not None else _titles.get(source, "")).strip()
     if not title or title == stem or _mode == "file":
         return stem
-    if _mode == "title" or looks_like_identifier(stem):
+    if _mode == "title" or looks_like_identifier(stem) or (not _CJK.search(stem) and _CJK.search(title)):
         return title
     return stem
 

@@ -35,6 +35,7 @@ DECIDING_RARITY = 11.0  # general-Chinese rarity (Tokenizer.general_rarity) from
 UNSEEN_DECIDING_RARITY = 9.5  # … or, for a word this library never uses (品牌 in a library without brands), this
 DECISIVE_SHARE = 0.6  # a term weighing this share of the heaviest one is decisive: some passage must contain it
 PARTIAL_MATCH = 0.5  # a term matched only by one of its sub-words (红光 for 红光治疗)
+UNSEEN_CAP = 2.0  # an unseen word weighs at most this many times the question's heaviest known term
 GENERIC_WEIGHT = 0.3  # 孩子、方法 … weigh this share of their idf
 COMMON_RARITY = 7.5  # general-Chinese rarity (Tokenizer.general_rarity) at or below which a word is everyday
 SPECIFIC_SPAN = 5.0  # … and how much rarer it must be to count fully (需要 7.7 → 0.25, 手术 9.8 → 0.46, 青光眼 → 1)
@@ -170,6 +171,16 @@ def _weigh(terms: list[Term], stats: TermStats) -> list[Weighted]:
             weight *= _specificity(tokenizer.general_rarity(term.text))
         parts = [tok for tok in tokenizer.tokenize(term.text) if len(tok) >= 2 and tok != term.text.lower()]
         weighted.append(Weighted(term, weight, parts, unseen=not known))
+    # A word the KB never uses weighs the most, but not beyond UNSEEN_CAP times the question's heaviest known term:
+    # in a small library every known term is in most passages, and one unknown word of the asker's would else
+    # outweigh the whole question.
+    heaviest_known = max((w.weight for w in weighted if not w.unseen and not w.term.generic), default=0.0)
+    if heaviest_known:
+        for w in weighted:
+            if w.term.generic:  # 孩子 never outweighs the subject of the question
+                w.weight = min(w.weight, GENERIC_WEIGHT * heaviest_known)
+            elif w.unseen:
+                w.weight = min(w.weight, UNSEEN_CAP * heaviest_known)
     return weighted
 
 
@@ -275,6 +286,8 @@ def _may_decide(weighted: Weighted) -> bool:
     """A domain term, an abbreviation or a noun rare in general Chinese (麦粒肿、大发作) can decide; an everyday word
     (日常、老人、一项) or a verb is too often the asker's own wording for what the text says otherwise."""
     term = weighted.term
+    if term.generic:  # 孩子、患者: the asker's everyday word for whoever the text is about
+        return False
     if term.entity or term.text.isascii():
         return True
     tokenizer = get_tokenizer()
@@ -329,7 +342,7 @@ def _unit_score(
     in_unit = set(part.aspects) & lex.passage_aspects(text)
     if "定义" in part.aspects and _defines(ask, part, text):
         in_unit.add("定义")
-    over = set(part.aspects) & {a for h in path for a in lex.passage_aspects(h)}
+    over = set(part.aspects) & _heading_aspects(path, lex)
     own_heading = lex.passage_aspects(path[-1]) if path else set()
     if own_heading and not own_heading & set(part.aspects) and not set(part.aspects) & lex.free_aspects:
         in_unit = set()  # under "适用人群", a sentence saying 不适合 … does not make the section a 禁忌证 one
@@ -350,6 +363,22 @@ def _unit_score(
         score -= 0.25  # a short line without an ending: a heading or a label the loader could not mark
     named = next((a for a in part.aspects if a in in_unit | over), "")
     return score, named, bool(over)
+
+
+def _heading_aspects(path: list[str], lex: Lexicon) -> set[str]:
+    """The aspects the headings over a unit name: its own heading's, or the nearest ancestor's when that one names
+    exactly one (设计原理 > DIMS is about 作用机制). A parent that lists several ("用法、禁忌与随访") says nothing
+    about which one its subsection ("与角膜塑形镜联合") is."""
+    if not path:
+        return set()
+    own = lex.passage_aspects(path[-1])
+    if own:
+        return own
+    for heading in reversed(path[:-1]):
+        found = lex.passage_aspects(heading)
+        if found:
+            return found if len(found) == 1 else set()
+    return set()
 
 
 def _answers_number(ask: Ask, text: str, decisive: list[Weighted], lex: Lexicon) -> bool:

@@ -102,7 +102,7 @@ def _tldr(items: list[Item]) -> str:
         seen.add(item.analysis.sub_query.id)
         lead = item.basis.lead or key_unit(item.extract.text, item.analysis.sub_query.text)
         if lead:
-            parts.append(f"{lead}【{item.number}】")
+            parts.append(f"{one_line(lead)}【{item.number}】")
         if len(parts) == TLDR_PARTS:
             break
     return "".join(parts)
@@ -113,9 +113,21 @@ def _conclusion(items: list[Item]) -> list[str]:
     for item in items:
         by_title.setdefault(item.basis.title, []).append(item)
     for title, group in by_title.items():
-        body = "".join(f"{_summary(i)}【{i.number}】" for i in group)
+        body = "".join(f"{one_line(_summary(i))}【{i.number}】" for i in group)
         lines.append(f"- **{title}**：{body}")
     return lines
+
+
+def one_line(text: str) -> str:
+    """A list or a table read in one line (its items apart by "；"): the words as written, the line breaks of the
+    quote (论据与来源 keeps them verbatim) made readable in the TL;DR and 完整结论."""
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
+    out = ""
+    for line in lines:
+        if out and out[-1] not in "：:；;。！？!?，,、":
+            out += "；"
+        out += line
+    return out
 
 
 def _summary(item: Item) -> str:
