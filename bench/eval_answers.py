@@ -27,6 +27,8 @@ Measures (each over the cases it applies to):
     false abstention      answerable: the report abstains although the KB covers the question
     follow-up resolution  cases with history: the topic reached a sub-query and (answerable) evidence came from a
                           correct document
+    bad TL;DR             answered cases: share whose TL;DR is a heading, a table's header row, a lead-in ending
+                          in "：" or no words at all (a citation marker); target 0
     TTFT                  seconds to the first report character, p50 / p95
 """
 
@@ -37,6 +39,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -68,6 +71,7 @@ TARGETS = {
     "abstention_accuracy": (">=", 0.9),
     "false_abstention": ("<=", 0.1),
     "follow_up_resolution": (">=", 0.9),
+    "bad_tldr": ("<=", 0.0),
 }
 LABELS = {
     "answer_hit": "答案命中 answer-hit",
@@ -76,6 +80,7 @@ LABELS = {
     "abstention_accuracy": "拒答准确率 abstention accuracy",
     "false_abstention": "误拒答率 false abstention",
     "follow_up_resolution": "追问解析 follow-up resolution",
+    "bad_tldr": "无效摘要 bad TL;DR",
 }
 
 
@@ -148,6 +153,21 @@ def abstained(result: QueryResult) -> bool:
     return any(marker in tldr for marker in ABSTAIN_MARKERS) and not result.citations
 
 
+_MARKER = re.compile(r"【\d+】")
+
+
+def bad_tldr(tldr: str) -> bool:
+    """A TL;DR that answers nothing: a heading, a header row, a lead-in cut from its list, a bare citation marker."""
+    text = _MARKER.sub("", tldr).strip()
+    words = sum(1 for c in text if "\u4e00" <= c <= "\u9fff" or c.isalpha())
+    if words < 4 or text.endswith(("：", ":")):
+        return True
+    if " | " in text and "：" not in text and not re.search(r"\d", text):  # 列名 | 列名: a table's header row
+        return True
+    # A short line without an ending or a "label：value" colon: a heading.
+    return len(text) < 16 and text[-1] not in "。！？!?.；;）)”%" and "：" not in text
+
+
 def coverage_status(result: QueryResult) -> str | None:
     coverage = getattr(result, "coverage", None)
     return getattr(coverage, "status", None)
@@ -174,6 +194,8 @@ def score_case(case: dict, result: QueryResult, files: dict[str, str] | None = N
     }
     if case["answerable"]:
         row["answer_hit"] = contains(said, case["phrases"])
+    if not row["abstained"] and result.citations:
+        row["bad_tldr"] = bad_tldr(lead(result.answer)[0])
     if case["history"]:
         topic_ok = not case["topic"] or contains(searched, case["topic"])
         evidence_ok = any(cited) if case["answerable"] else row["abstained"]
@@ -232,6 +254,7 @@ def summarise(rows: list[dict]) -> dict:
         "abstention_accuracy": ratio(sum(r["abstained"] for r in unanswerable), len(unanswerable)),
         "false_abstention": ratio(sum(r["abstained"] for r in answerable), len(answerable)),
         "follow_up_resolution": ratio(sum(r["resolved"] for r in follow_ups), len(follow_ups)),
+        "bad_tldr": ratio(sum(r["bad_tldr"] for r in rows if "bad_tldr" in r), sum("bad_tldr" in r for r in rows)),
         "ttft_p50": round(statistics.median(ttfts), 3) if ttfts else None,
         "ttft_p95": round(ttfts[min(len(ttfts) - 1, round(0.95 * (len(ttfts) - 1)))], 3) if ttfts else None,
         "coverage": {
@@ -363,6 +386,8 @@ def misses(rows: list[dict]) -> list[str]:
             problems.append(f"follow-up not resolved (sub-queries {r['sub_queries']})")
         if r["verified"] < r["citations"]:
             problems.append("unverified quote")
+        if r.get("bad_tldr"):
+            problems.append("the TL;DR answers nothing (heading, header row, lead-in or marker)")
         if problems:
             out.append(f"  · {r['question']} — {'; '.join(problems)}\n      TL;DR: {r['tldr']}")
     return out
