@@ -44,6 +44,7 @@ import statistics
 import sys
 import tempfile
 import time
+import unicodedata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,8 +145,13 @@ def lead(answer: str) -> tuple[str, str]:
 
 
 def contains(text: str, phrases: list[list[str]]) -> bool:
-    folded = text.casefold()
-    return any(alt.casefold() in folded for phrase in phrases for alt in phrase)
+    """Any alternative of any phrase, compared as a reader would: case and full-width forms (６小时 is 6小时) aside."""
+    folded = _fold(text)
+    return any(_fold(alt) in folded for phrase in phrases for alt in phrase)
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
 
 
 def abstained(result: QueryResult) -> bool:

@@ -41,6 +41,11 @@ from clincite.text.tokenizer import get_tokenizer
 log = logging.getLogger("clincite.ingest.pipeline")
 
 VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole duration
+# How files are read into text and passages. Bump it when a loader or the chunker reads an unchanged file
+# differently (2: <br/> lines of web pages as paragraphs, Markdown structure, list and table units): the next
+# ingest of an existing KB reads every file again, so an upgrade's better reading reaches the documents.
+READER_VERSION = 2
+READER_KEY = "reader_version"
 
 Status = Literal["added", "updated", "unchanged", "skipped", "removed", "would-remove"]
 
@@ -60,6 +65,7 @@ class IngestReport:
     embedding_warning: str | None = None
     prune_refused: str | None = None  # why --prune removed nothing (Chinese)
     kb_version: int = 0
+    reread: bool = False  # unchanged files were read again: the KB was read by an older ClinCite
 
     def count(self, status: Status) -> int:
         return sum(1 for r in self.results if r.status == status)
@@ -79,6 +85,7 @@ class Ingestor:
         self.embedder = embedder or get_embedder(settings)
         self.vectors_added = 0
         self.vector_error: str | None = None  # the vector store failed during this run (English, for the log)
+        self._reread = False  # this run reads unchanged files again (the KB was read by an older reader)
 
     def run(
         self, paths: list[Path], prune: bool = False, on_result=None, force: bool = False, dry_run: bool = False
@@ -93,6 +100,10 @@ class Ingestor:
     def _run(self, paths: list[Path], prune: bool, emit, force: bool, dry_run: bool) -> IngestReport:
         report = IngestReport()
         known = self.kb.catalogue.documents()
+        # Files read by an older ClinCite are read again, though unchanged: a better reader is an upgrade's point.
+        self._reread = bool(known) and self.kb.catalogue.meta(READER_KEY) != str(READER_VERSION)
+        if not known:  # a new KB: every file it will hold is read by this reader (even if this run is cut short)
+            self._mark_read()
         roots = [p.resolve() for p in paths if p.is_dir()]
         seen: dict[str, Path] = {}
         changed = False
@@ -111,6 +122,8 @@ class Ingestor:
             emit(result)
         if prune:
             changed |= self._prune(paths, known, seen, force, dry_run, report, emit)
+        if self._reread and set(known) <= set(seen):  # every document in the KB is now read this way
+            self._mark_read()
         self._sync_vectors()
         self._ensure_bm25(force=changed)  # last: publishing the index tells readers the new version is complete
         report.vectors_added = self.vectors_added
@@ -121,6 +134,7 @@ class Ingestor:
                 f"向量库恢复后再运行一次 ingest 即可补建向量。"
             )
         report.kb_version = self.kb.catalogue.version
+        report.reread = self._reread
         return report
 
     def _prune(
@@ -188,7 +202,7 @@ class Ingestor:
         try:
             data, resolved = read_regular_file(path, self.settings)
             digest = hashlib.sha256(data).hexdigest()
-            if previous and previous.file_hash == digest:
+            if previous and previous.file_hash == digest and not self._reread:
                 return FileResult(shown, "unchanged", chunks=previous.chunk_count)
             if previous and previous.path != str(resolved) and Path(previous.path).exists():
                 return FileResult(
@@ -240,13 +254,21 @@ class Ingestor:
         note = _heading_note(document, cfg.ingest_max_heading_chars)
         return FileResult(shown, "updated" if previous else "added", note, chunks=len(chunks))
 
+    def _mark_read(self) -> None:
+        with self.kb.catalogue.transaction() as db:
+            self.kb.catalogue.set_meta(db, READER_KEY, str(READER_VERSION))
+
     # --- indexes ---
     def _ensure_bm25(self, force: bool) -> None:
         """Publish a BM25 index of the catalogue unless the published one is already of this version."""
+        tokenizer = get_tokenizer()
         version = self.kb.catalogue.version
         published = self.kb.published_bm25()
+        if published is not None and published.get("tokenizer") != tokenizer.signature:
+            log.info("The BM25 index was cut by another tokenizer (an upgrade): rebuilding it")
+            version, force = self.kb.catalogue.new_version(), True  # a new version: running apps reload it
         if force or published is None or published.get("version") != version:
-            self.kb.publish_bm25(BM25Index.build(self.kb.catalogue.iter_chunks(), get_tokenizer(), version))
+            self.kb.publish_bm25(BM25Index.build(self.kb.catalogue.iter_chunks(), tokenizer, version))
 
     # The vector store may be unreachable (a Chroma server that is down): the catalogue and BM25 still get every
     # document, the run says so, and the next run's _sync_vectors adds the missing vectors and drops stale ones.
@@ -321,4 +343,5 @@ def format_summary(report: IngestReport) -> str:
         f"完成：新增 {report.count('added')}，更新 {report.count('updated')}，未变 {report.count('unchanged')}，"
         f"跳过 {report.count('skipped')}，删除 {report.count('removed')}；新向量 {report.vectors_added} 个；"
         f"知识库版本 {report.kb_version}"
+        + ("（本版本改进了文档读取方式，已按新方式重新读取原有文档）" if report.reread else "")
     )

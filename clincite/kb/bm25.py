@@ -33,10 +33,11 @@ class BM25Index:
     myopia library) counted against a passage. Lucene and Elasticsearch use this form for that reason.
     """
 
-    def __init__(self, retriever, chunk_ids: list[str], version: int):
+    def __init__(self, retriever, chunk_ids: list[str], version: int, tokenizer: str = ""):
         self._retriever = retriever
         self.chunk_ids = chunk_ids
         self.version = version
+        self.tokenizer = tokenizer  # the signature of the tokenizer that cut it (Tokenizer.signature)
         self._prefix_index: dict[str, list[str]] | None = None
 
     @classmethod
@@ -59,7 +60,7 @@ class BM25Index:
         retriever = bm25s.BM25(method="lucene", idf_method="lucene", k1=BM25_K1, b=BM25_B)
         if chunk_ids:
             retriever.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
-        return cls(retriever if chunk_ids else None, chunk_ids, version)
+        return cls(retriever if chunk_ids else None, chunk_ids, version, tokenizer.signature)
 
     def save(self, directory: Path) -> None:
         """Publish this index: a new version folder, then an atomic switch of `current.json` to it.
@@ -75,13 +76,14 @@ class BM25Index:
         if self._retriever is not None:
             self._retriever.save(str(tmp))
         (tmp / META_FILE).write_text(
-            json.dumps({"version": self.version, "chunk_ids": self.chunk_ids}), encoding="utf-8"
+            json.dumps({"version": self.version, "chunk_ids": self.chunk_ids, "tokenizer": self.tokenizer}),
+            encoding="utf-8",
         )
         _fsync_tree(tmp)
         tmp.rename(directory / name)
         pointer = directory / f".{POINTER_FILE}.tmp"
         with pointer.open("w", encoding="utf-8") as f:
-            json.dump({"version": self.version, "dir": name}, f)
+            json.dump({"version": self.version, "dir": name, "tokenizer": self.tokenizer}, f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(pointer, directory / POINTER_FILE)
@@ -89,7 +91,8 @@ class BM25Index:
 
     @staticmethod
     def published(directory: Path) -> dict | None:
-        """`{"version": n, "dir": name}` of the published index, or None (cheap: one small file)."""
+        """`{"version": n, "dir": name, "tokenizer": signature}` of the published index, or None (cheap: one small
+        file)."""
         try:
             return json.loads((directory / POINTER_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -108,7 +111,7 @@ class BM25Index:
         bm25s = _import_bm25s()
         meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
         retriever = bm25s.BM25.load(str(folder), mmap=True) if meta["chunk_ids"] else None
-        return cls(retriever, meta["chunk_ids"], int(meta["version"]))
+        return cls(retriever, meta["chunk_ids"], int(meta["version"]), meta.get("tokenizer", ""))
 
     @property
     def size(self) -> int:

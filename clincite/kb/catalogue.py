@@ -306,6 +306,33 @@ class Catalogue:
             ).fetchall()
         return [_row_to_chunk(r) for r in rows]
 
+    def section_openings(self, ids: list[str], back: int = 6) -> dict[str, str]:
+        """For each chunk that carries on a section begun in an earlier chunk (same document, same headings), the
+        text of that section's first chunk: where the section says what it is about, which its later passages no
+        longer name ("这个是可以预防的" under 眼皮长包, after the first passage said 睑腺炎). At most `back` chunks
+        back; the caller decides how much of it to read."""
+        chunks = self.get_chunks(ids)
+        openings: dict[str, str] = {}
+        with self._connect() as db:
+            for cid, chunk in chunks.items():
+                if chunk.position == 0:
+                    continue
+                rows = db.execute(
+                    text(
+                        "SELECT position, heading_path, text FROM chunks WHERE source=:source "
+                        "AND position >= :first AND position < :position ORDER BY position DESC"
+                    ),
+                    {"source": chunk.source, "first": chunk.position - back, "position": chunk.position},
+                ).fetchall()
+                opening = None
+                for _, heading_path, text_ in rows:
+                    if json.loads(heading_path) != chunk.heading_path:
+                        break
+                    opening = text_
+                if opening is not None:
+                    openings[cid] = opening
+        return openings
+
     # --- writes (each one transaction, each one version bump) ---
     def replace_document(self, record: DocumentRecord, chunks: list[Chunk]) -> None:
         """Swap a document's chunks in one transaction: readers see all old chunks or all new ones."""
@@ -350,6 +377,13 @@ class Catalogue:
                     ],
                 )
             self._bump_version(db)
+
+    def new_version(self) -> int:
+        """A new KB version with the same documents: readers reload what was rebuilt from them (an index cut by an
+        upgraded tokenizer)."""
+        with self.transaction() as db:
+            self._bump_version(db)
+        return self.version
 
     def remove_document(self, source: str) -> None:
         with self.transaction() as db:

@@ -1,7 +1,8 @@
 """OfflineReasoner: the four reasoning steps without a language model, on typed data (the `Reasoner` interface of
 `clincite.question.reasoner`).
 
-    reasoner = OfflineReasoner(stats=searcher.term_stats)       # idf of the KB being served, per question
+    reasoner = OfflineReasoner(stats=searcher.term_stats, openings=searcher.section_openings)
+    # idf of the KB being served, and the openings of the sections long passages carry on
 
 - decompose: the question's parts ("低浓度阿托品的效果和副作用分别是什么" → one per aspect; "DIMS和HAL有什么区别" →
   one per subject), function words left out; a follow-up resolved to the previous subject;
@@ -57,10 +58,12 @@ class OfflineReasoner:
         max_sub_queries: int = 5,
         notice: str = OFFLINE_NOTICE,
         stats: Callable[[], TermStats | None] | None = None,
+        openings: Callable[[list[Hit]], dict[str, str]] | None = None,
     ):
         self.max_sub_queries = max_sub_queries
         self.notice = notice
         self._stats = stats or (lambda: None)
+        self._openings = openings or (lambda hits: {})
 
     async def open_connection(self) -> None:
         return None
@@ -105,7 +108,7 @@ class OfflineReasoner:
     def assess(self, sub_query: SubQuery, question: str, history: list[ChatTurn], hits: list[Hit]) -> JudgeOutput:
         ask = analyse(question, previous_questions(history))
         part = self._part(ask, sub_query)
-        found = judge(ask, part, hits, self._stats())
+        found = judge(ask, part, hits, self._stats(), openings=self._openings(hits))
         if not found:
             return JudgeOutput(
                 extracts=[],

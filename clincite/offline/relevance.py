@@ -20,6 +20,7 @@ asked for.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -27,7 +28,7 @@ from clincite.core.shapes import Hit
 from clincite.offline.lexicon import Lexicon, get_lexicon
 from clincite.offline.questions import Ask, Term
 from clincite.text.tokenizer import get_tokenizer
-from clincite.text.units import Unit, split_units
+from clincite.text.units import Unit, sentences, split_units
 
 COVERAGE_FLOOR = 0.55  # a passage must cover at least this share of the question's term weight
 MAX_DECISIVE = 2
@@ -42,6 +43,10 @@ SPECIFIC_SPAN = 5.0  # … and how much rarer it must be to count fully (需要 
 RELATIVE_FLOOR = 0.75  # an extract scoring below this share of the best one for its part is left out
 MAX_EXTRACTS = 2
 MIN_UNIT_CHARS = 6
+OPENING_SENTENCES = (
+    3  # a section's opening (its heading line, then two sentences) read for what its later passages are about …
+)
+OPENING_CHARS = 200  # … up to this many characters
 LABEL_CHARS = 20  # a sentence shorter than this without an ending is a heading or a label
 RUN_CHARS = 260  # a unit takes the sentences that carry on its answer along, up to about this many characters
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述", "这些", "但", "而")
@@ -108,8 +113,17 @@ class Weighted:
     unseen: bool = False  # no name of it occurs anywhere in the KB
 
 
-def judge(ask: Ask, part: Part, hits: list[Hit], stats: TermStats | None = None, lex: Lexicon | None = None):
-    """The evidence for one part of the question among the hits, best first ([] when no passage answers it)."""
+def judge(
+    ask: Ask,
+    part: Part,
+    hits: list[Hit],
+    stats: TermStats | None = None,
+    lex: Lexicon | None = None,
+    openings: Mapping[str, str] | None = None,
+):
+    """The evidence for one part of the question among the hits, best first ([] when no passage answers it).
+    `openings` (chunk id → the first passage of the section the hit carries on) stand in for what a later passage
+    of a long section no longer names."""
     lex = lex or get_lexicon()
     stats = stats or FlatStats()
     terms = _weigh(_terms_of(ask, part), stats)
@@ -120,7 +134,8 @@ def judge(ask: Ask, part: Part, hits: list[Hit], stats: TermStats | None = None,
     sem_top = max((h.semantic or 0.0 for h in hits), default=0.0) or 1.0
     found: list[Evidence] = []
     for rank, hit in enumerate(hits):
-        evidence = _passage(ask, part, hit, terms, decisive, lex)
+        opening = _first_sentences((openings or {}).get(hit.chunk_id, ""))
+        evidence = _passage(ask, part, hit, terms, decisive, lex, opening)
         if evidence is None:
             continue
         search = 0.6 * (hit.bm25 or 0.0) / bm25_top + 0.4 * (hit.semantic or 0.0) / sem_top
@@ -128,6 +143,13 @@ def judge(ask: Ask, part: Part, hits: list[Hit], stats: TermStats | None = None,
         found.append(evidence)
     found.sort(key=lambda e: -e.score)
     return _pick(found)
+
+
+def _first_sentences(text: str) -> str:
+    """Where a section says what it is about: its first sentences. Read further, a long section's opening names
+    whatever it lists (a guideline's 治疗方法 names every disease), which says nothing of its later passages."""
+    spans = sentences(text)[:OPENING_SENTENCES]
+    return text[: spans[-1][1]][:OPENING_CHARS] if spans else ""
 
 
 def _decisive(terms: list[Weighted]) -> list[Weighted]:
@@ -251,18 +273,18 @@ def _matched(weighted: Weighted, text: str, headings: str) -> float:
 
 
 def _passage(
-    ask: Ask, part: Part, hit: Hit, terms: list[Weighted], decisive: list[Weighted], lex: Lexicon
+    ask: Ask, part: Part, hit: Hit, terms: list[Weighted], decisive: list[Weighted], lex: Lexicon, opening: str = ""
 ) -> Evidence | None:
     headings = " ".join([hit.title, *hit.heading_path, *(p for s in hit.segments for p in s.path)]).lower()
-    scope = f"{headings} {hit.text.lower()}"
+    scope = f"{headings} {opening.lower()} {hit.text.lower()}"
     coverage = _coverage(terms, scope, headings)
     if coverage < COVERAGE_FLOOR or not _covers_decisive(decisive, scope, headings):
         return None
     subjects = [w for w in terms if w.term in (part.subjects or ask.subjects)] or terms
-    about = any(match(w, headings) == 1.0 for w in subjects)
+    about = any(match(w, f"{headings} {opening.lower()}") == 1.0 for w in subjects)
     best = None
     for unit, path in _units(hit):
-        scored = _unit_score(ask, part, hit, unit, path, terms, lex)
+        scored = _unit_score(ask, part, hit, unit, path, terms, lex, opening)
         if scored is not None and (best is None or scored[0] > best[0]):
             best = (*scored, unit, path)
     if best is None:
@@ -329,7 +351,14 @@ def _units(hit: Hit) -> list[tuple[Unit, list[str]]]:
 
 
 def _unit_score(
-    ask: Ask, part: Part, hit: Hit, unit: Unit, path: list[str], terms: list[Weighted], lex: Lexicon
+    ask: Ask,
+    part: Part,
+    hit: Hit,
+    unit: Unit,
+    path: list[str],
+    terms: list[Weighted],
+    lex: Lexicon,
+    opening: str = "",
 ) -> tuple[float, str, bool] | None:
     """(score, the aspect asked that is named over or in the unit ("" for none), named by a heading); None for units
     that are no answer."""
@@ -337,7 +366,7 @@ def _unit_score(
     if unit.kind in ("heading", "header") or len(text.strip()) < MIN_UNIT_CHARS or not _has_words(text):
         return None
     lowered = text.lower()
-    context = " ".join([hit.title, *path]).lower()
+    context = " ".join([hit.title, *path, opening if path == list(hit.heading_path) else ""]).lower()
     score = 0.7 * _coverage(terms, f"{context} {lowered}") + 0.1 * _coverage(terms, lowered)
     in_unit = set(part.aspects) & lex.passage_aspects(text)
     if "定义" in part.aspects and _defines(ask, part, text):
@@ -407,17 +436,18 @@ def _has_words(text: str) -> bool:
 def _with_context(
     text: str, unit: Unit, units: list[tuple[Unit, list[str]]], terms: list[Weighted], forward: bool = True
 ) -> str:
-    """The unit as a clinician should read it: with the sentence before it when it opens with 它/其/这… (the
-    pronoun needs its antecedent), and with the sentences after it that carry on its answer — what "以下几点" or
-    "包括" announces, an enumerated or connected next sentence, or one that speaks of what was asked — within its
-    section, up to RUN_CHARS. Verbatim: one slice of the passage."""
+    """The unit as a clinician should read it: with the sentence before it in its paragraph when it opens with
+    它/其/这… (the pronoun needs its antecedent), and with the sentences after it that carry on its answer — what
+    "以下几点" or "包括" announces, an enumerated or connected next sentence, or one that speaks of what was asked —
+    within its section, up to RUN_CHARS. Verbatim: one slice of the passage."""
     index = next(i for i, (u, _) in enumerate(units) if u == unit)
     path = units[index][1]
     start, end = unit.start, unit.end
     body = unit.text(text)
     if body.startswith(PRONOUN_START) and index > 0:
         previous = units[index - 1][0]
-        if previous.kind == "sentence" and end - previous.start <= RUN_CHARS:
+        same_paragraph = "\n\n" not in text[previous.end : unit.start]  # a new paragraph refers to its section
+        if previous.kind == "sentence" and same_paragraph and end - previous.start <= RUN_CHARS:
             start = previous.start
     for following, following_path in units[index + 1 :] if forward else []:
         if following.kind in ("heading", "header") or following_path != path or following.end - start > RUN_CHARS:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from clincite.core.settings import Settings
 from clincite.core.shapes import (
@@ -28,6 +28,9 @@ from clincite.core.shapes import (
 )
 from clincite.llm.agents import Agents, build_agents, stream_list_items
 from clincite.llm.prompts import answer_prompt, decomposition_prompt, judge_prompt, sufficiency_prompt
+
+if TYPE_CHECKING:
+    from clincite.retrieval.search import HybridSearcher
 
 UsageSink = Callable[[str, object], None]  # (agent name, pydantic-ai RunUsage)
 
@@ -121,11 +124,13 @@ class LLMReasoner:
             usage("answer_generation", stream.usage)
 
 
-def build_reasoner(settings: Settings, term_stats: Callable[[], object] | None = None) -> Reasoner:
-    """The LLM agents with a key; without one, the offline answerer, weighing terms by `term_stats()` (the served
-    KB's BM25 index)."""
+def build_reasoner(settings: Settings, searcher: HybridSearcher | None = None) -> Reasoner:
+    """The LLM agents with a key; without one, the offline answerer, weighing terms by the served KB's BM25 index
+    and reading the openings of the sections a passage carries on (both from `searcher`)."""
     if settings.offline:
         from clincite.offline import OfflineReasoner
 
-        return OfflineReasoner(settings.max_sub_queries, stats=term_stats)
+        if searcher is None:
+            return OfflineReasoner(settings.max_sub_queries)
+        return OfflineReasoner(settings.max_sub_queries, stats=searcher.term_stats, openings=searcher.section_openings)
     return LLMReasoner(build_agents(settings))

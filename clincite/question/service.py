@@ -79,7 +79,7 @@ class TwoStageQueryService:
     def reasoner(self) -> Reasoner:
         # Built on first use, inside the running event loop: the HTTP client belongs to that loop.
         if self._reasoner is None:
-            self._reasoner = build_reasoner(self.settings, self.searcher.term_stats)
+            self._reasoner = build_reasoner(self.settings, self.searcher)
         return self._reasoner
 
     @reasoner.setter

@@ -236,6 +236,10 @@ class HybridSearcher:
         """The served BM25 index, for what it knows of the KB's vocabulary (idf): the offline judge weighs by it."""
         return self._current_view().bm25
 
+    def section_openings(self, hits: list[Hit]) -> dict[str, str]:
+        """chunk id → the opening passage of the section it carries on (`Catalogue.section_openings`)."""
+        return self.kb.catalogue.section_openings([h.chunk_id for h in hits])
+
     def bm25_search_many(
         self, queries: list[str], view: KBView | None = None, depth: int | None = None
     ) -> list[list[tuple[str, float]]]:

@@ -5,6 +5,7 @@ tokens = get_tokenizer().tokenize(get_tokenizer().expand_query("OK镜的副作�
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -42,6 +43,7 @@ class Tokenizer:
             else set()
         )
         self.synonyms = load_synonyms(lexicon_dir / "synonyms.json")
+        self.signature = _signature(lexicon_dir, jieba.__version__)
         self._pos = None  # jieba's part-of-speech tagger over the same dictionary, built on first use
         for group in self.synonyms:  # a named concept stays one word (加巴喷丁, not 加巴 + 喷丁), in text and query
             for term in group:
@@ -152,6 +154,16 @@ def _mention_spans(text: str, term: str) -> list[tuple[int, int]]:
         spans.append((start, start + len(term)))
         start = text.find(term, start + 1)
     return spans
+
+
+def _signature(lexicon_dir: Path, jieba_version: str) -> str:
+    """What decides how text is cut: jieba's version and the lexicon files. An index cut another way (a KB indexed
+    before an upgrade) no longer matches the questions: ingest rebuilds it when this differs from the index's."""
+    digest = hashlib.sha256(jieba_version.encode())
+    for path in sorted(lexicon_dir.glob("*.txt")) + sorted(lexicon_dir.glob("*.json")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def load_synonyms(path: Path) -> list[list[str]]:

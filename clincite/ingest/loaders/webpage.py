@@ -88,11 +88,28 @@ def _walk(element, builder: DocumentBuilder) -> None:
             for item in child.findall("item"):
                 builder.paragraph(clean_line("".join(item.itertext())))
         elif tag in ("p", "quote", "code"):
-            builder.paragraph(clean_line("".join(child.itertext())))
+            for line in _lines(child):
+                builder.paragraph(line)
         elif len(child):
             _walk(child, builder)
         elif (child.text or "").strip():
             builder.paragraph(clean_line(child.text))
+
+
+def _lines(paragraph) -> list[str]:
+    """A paragraph's lines: pages from editors and CMSs break a "paragraph" into its real paragraphs and list
+    items with <br/> (trafilatura's <lb/>), "临床表现有以下几点：<br/>①…<br/>②…": read as one run, the list is
+    hidden."""
+    lines, current = [], [paragraph.text or ""]
+    for element in paragraph:
+        if element.tag == "lb":
+            lines.append("".join(current))
+            current = []
+        else:
+            current.append("".join(element.itertext()))
+        current.append(element.tail or "")
+    lines.append("".join(current))
+    return [clean for clean in (clean_line(line) for line in lines) if clean]
 
 
 def _first_line_title(document: LoadedDocument) -> str:
