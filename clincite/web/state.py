@@ -45,13 +45,16 @@ class AppContext:
 
     async def login(self, username: str, password: str) -> cl.User | None:
         # bcrypt costs ~0.25 s of CPU: off the event loop, so a login never stalls the other clinicians.
-        display_name = await off_the_loop(check_login, self.settings, self.users, username, password)
-        if not display_name:
+        account = await off_the_loop(check_login, self.settings, self.users, username, password)
+        if account is None:
             return None
-        # The cookie remembers the account's session generation: logout or removal makes it worthless (web/auth.py).
+        # The cookie remembers the account's session generation: logout, a role change or removal makes it
+        # worthless (web/auth.py), so the role it carries is the account's role for as long as it is accepted.
         generation = current_generation(self.settings, self.users, username) or 0
         return cl.User(
-            identifier=username, display_name=display_name, metadata={"role": "clinician", "generation": generation}
+            identifier=username,
+            display_name=account.display_name,
+            metadata={"role": account.role, "generation": generation},
         )
 
     def mode_notices(self) -> list[str]:
