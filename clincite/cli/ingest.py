@@ -3,7 +3,7 @@
     python ingest.py sample_kb/                  # Markdown, text, PDF, DOCX, HTML; folders are walked
     python ingest.py ~/guidelines --kb ./kb --prune            # --dry-run: list what would be removed
     python ingest.py --remove 旧指南.pdf                        # take a document out (passages and vectors)
-    python ingest.py 新版/指南.pdf --replace                    # a file given by name takes over its document
+    python ingest.py 新版/ --replace                            # its files replace the documents of the same name
     python ingest.py docs/ --progress-json                      # one JSON object per line, for programs
 
 One line per file (added / updated / unchanged / skipped: reason) and a summary; exit 0 unless nothing could be
@@ -149,9 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--remove", action="append", default=[], metavar="SOURCE", help="remove this document (repeatable)"
     )
-    parser.add_argument(
-        "--replace", action="store_true", help="files given by name replace the documents of the same name"
-    )
+    parser.add_argument("--replace", action="store_true", help="the files given replace the documents of the same name")
     parser.add_argument("--progress-json", action="store_true", help="JSON lines on stdout instead of text")
     args = parser.parse_args(argv)
     if not args.paths and not args.remove:

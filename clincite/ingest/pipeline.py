@@ -94,9 +94,9 @@ class Ingestor:
     ) -> IngestReport:
         """Ingest `paths` under the KB's writer lock (raises IngestBusy when another ingest holds it).
 
-        `remove`: documents (by source) to take out of the KB, their passages and vectors with them. `take_over`: a
-        file given directly replaces the document of the same name even when that document came from another file
-        (the library page's "replace"; without it the run refuses, since two files would share one name).
+        `remove`: documents (by source) to take out of the KB, their passages and vectors with them. `take_over`: the
+        files of this run replace the documents of the same name even when those came from other files (the library
+        page's "replace"; without it such a file is skipped, since two files would share one name).
         """
         lock = self.kb.writer_lock(self.settings.ingest_lock_timeout)
         try:
@@ -150,6 +150,8 @@ class Ingestor:
                     f"导入时出错，已跳过 ({type(exc).__name__}: {display_name(str(exc))})",
                 )
             changed |= result.status in ("added", "updated")
+            if result.status == "skipped" and _worth_listing(candidate):
+                self.kb.catalogue.record_skip(result.name, result.detail, now())
             done(index, result)
         for index, source in enumerate(remove, len(candidates) + 1):
             progress.file_started(index, source)
@@ -254,8 +256,7 @@ class Ingestor:
             digest = hashlib.sha256(data).hexdigest()
             if previous and previous.file_hash == digest:
                 return FileResult(shown, "unchanged", chunks=previous.chunk_count)
-            taking_over = take_over and candidate.root is None  # only a file given by name may take a name over
-            if previous and previous.path != str(resolved) and Path(previous.path).exists() and not taking_over:
+            if previous and previous.path != str(resolved) and Path(previous.path).exists() and not take_over:
                 return FileResult(
                     shown,
                     "skipped",
@@ -367,6 +368,11 @@ class Ingestor:
         if not missing:
             return 0
         return self._add_vectors(list(self.kb.catalogue.get_chunks(missing).values()))
+
+
+def _worth_listing(candidate: Candidate) -> bool:
+    """A skipped file the library page lists (hidden files and Office lock files are skipped silently)."""
+    return not Path(candidate.source.rstrip("/")).name.startswith((".", "~$"))
 
 
 def _heading_note(document, limit: int) -> str:

@@ -1,5 +1,6 @@
-"""The app's own HTTP routes: /metrics and /metrics.json (login required), stored source passages (owner only),
-and owner-checked replacements for Chainlit's /feedback and /login."""
+"""The app's own HTTP routes: stored source passages (owner only), the passage page and originals (login), who is
+logged in (/clincite/me, for the chat's admin link), owner-checked replacements for Chainlit's /feedback and /login,
+and the admin area (clincite/web/admin: /admin/…, /metrics, /metrics.json — admins only)."""
 
 from __future__ import annotations
 
@@ -31,10 +32,10 @@ from fastapi.responses import (
 
 from clincite.kb.catalogue import Catalogue
 from clincite.web import state
+from clincite.web.admin.guard import viewer_of
+from clincite.web.admin.routes import router as admin_router
 from clincite.web.auth import login_route
 from clincite.web.datalayer import FILES_ROUTE, ClinCiteDataLayer, DatabaseStorageClient
-from clincite.web.looplag import summary as loop_lag
-from clincite.web.metrics import compute_metrics, render_page, system_status
 from clincite.web.sources import (
     AVATAR,
     ORIGINAL_ROUTE,
@@ -70,16 +71,15 @@ def metrics_layer() -> ClinCiteDataLayer:
     return layer
 
 
-async def metrics_json(request: Request) -> Response:
-    if request_user(request) is None:
+async def me(request: Request) -> Response:
+    """Who is logged in and whether they are an admin: the chat shows the admin link only to admins."""
+    viewer = viewer_of(request)
+    if viewer is None:
         return JSONResponse({"error": "需要登录 (login required)"}, status_code=401)
-    return JSONResponse({**await compute_metrics(metrics_layer(), system_status()), "event_loop_lag": loop_lag()})
-
-
-async def metrics_page(request: Request) -> Response:
-    if request_user(request) is None:
-        return RedirectResponse("/login", status_code=303)
-    return HTMLResponse(render_page(await compute_metrics(metrics_layer(), system_status())))
+    return JSONResponse(
+        {"identifier": viewer.identifier, "role": viewer.role, "admin": viewer.is_admin},
+        headers={"Cache-Control": "no-store"},
+    )
 
 
 def owned_file(root: Path, owner_folder: str, object_key: str) -> Path | None:
@@ -196,20 +196,23 @@ async def avatar(avatar_id: str) -> Response:
     return FileResponse(AVATAR, media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})
 
 
-def add_routes_before_the_spa() -> None:
+ME_ROUTE = "/clincite/me"
+
+
+def add_routes_before_the_spa(app=fastapi_app) -> None:
     """Chainlit's catch-all GET route (the single-page app) would shadow routes added after it."""
-    before = len(fastapi_app.router.routes)
-    fastapi_app.add_api_route("/metrics.json", metrics_json, methods=["GET"])
-    fastapi_app.add_api_route("/metrics", metrics_page, methods=["GET"])
-    fastapi_app.add_api_route(FILES_ROUTE + "/{object_key:path}", stored_file, methods=["GET"])
-    fastapi_app.add_api_route(ORIGINAL_ROUTE + "/{source:path}", original_file, methods=["GET"])
-    fastapi_app.add_api_route(PASSAGE_ROUTE + "/{chunk_id}", passage_page, methods=["GET"])
-    fastapi_app.add_api_route("/avatars/{avatar_id}", avatar, methods=["GET"])
-    fastapi_app.add_api_route(HEALTH_ROUTE, worker_health, methods=["GET"])
+    before = len(app.router.routes)
+    app.include_router(admin_router)  # /admin/…, /metrics, /metrics.json: admins only (one guard on the router)
+    app.add_api_route(ME_ROUTE, me, methods=["GET"])
+    app.add_api_route(FILES_ROUTE + "/{object_key:path}", stored_file, methods=["GET"])
+    app.add_api_route(ORIGINAL_ROUTE + "/{source:path}", original_file, methods=["GET"])
+    app.add_api_route(PASSAGE_ROUTE + "/{chunk_id}", passage_page, methods=["GET"])
+    app.add_api_route("/avatars/{avatar_id}", avatar, methods=["GET"])
+    app.add_api_route(HEALTH_ROUTE, worker_health, methods=["GET"])
     # Same paths as Chainlit's own routes: placed first, these answer instead (owner checks, login throttle).
-    fastapi_app.add_api_route("/feedback", put_feedback, methods=["PUT"])
-    fastapi_app.add_api_route("/feedback", delete_feedback, methods=["DELETE"])
-    fastapi_app.add_api_route("/login", login_route, methods=["POST"])
-    ours = fastapi_app.router.routes[before:]
-    del fastapi_app.router.routes[before:]
-    fastapi_app.router.routes[0:0] = ours
+    app.add_api_route("/feedback", put_feedback, methods=["PUT"])
+    app.add_api_route("/feedback", delete_feedback, methods=["DELETE"])
+    app.add_api_route("/login", login_route, methods=["POST"])
+    ours = app.router.routes[before:]
+    del app.router.routes[before:]
+    app.router.routes[0:0] = ours

@@ -18,7 +18,7 @@ from clincite.web.datalayer import ensure_schema
 from clincite.web.looplag import start_probe
 from clincite.web.routes import add_routes_before_the_spa
 from clincite.web.state import AppContext
-from clincite.web.translations import write_translations
+from clincite.web.translations import install_stop_message, write_translations
 
 log = logging.getLogger("clincite.app")
 
@@ -40,6 +40,7 @@ async def start_app(app: AppContext) -> None:
     start_probe()  # event-loop lag for /metrics.json (and CLINCITE_LOOP_LAG_FILE, bench/load_test.py)
     add_routes_before_the_spa()
     write_translations(offline=app.settings.offline)  # 用户名 login, an honest line under the composer
+    install_stop_message()  # Chainlit's "Task manually stopped." in Chinese
     add_login_messages()
     add_shared_store_message()  # with REDIS_URL: a Redis outage answers logins with a clear message
     watcher = asyncio.create_task(watch_accounts(app.users))  # accounts removed or reset with the CLI

@@ -15,7 +15,7 @@ from chainlit.types import ThreadDict
 
 from clincite.core.settings import Settings, load_settings
 from clincite.core.shapes import ChatTurn, Coverage, Degradation, QueryResult
-from clincite.question.service import OFFLINE_BANNER, TwoStageQueryService
+from clincite.question.service import TwoStageQueryService
 from clincite.users.store import UserStore, check_login
 from clincite.web.auth import bind as bind_accounts
 from clincite.web.auth import current_generation, off_the_loop
@@ -56,14 +56,6 @@ class AppContext:
             display_name=account.display_name,
             metadata={"role": account.role, "generation": generation},
         )
-
-    def mode_notices(self) -> list[str]:
-        notices = []
-        if self.service.mode == "offline":
-            notices.append(OFFLINE_BANNER)
-        # The embedding model's state is not a start-of-chat toast (it would pop up on every page load): the first
-        # question shows one short line, and the details are in the log and on /metrics.
-        return notices
 
     def history_of(self, thread: ThreadDict) -> list[ChatTurn]:
         history = []
