@@ -132,6 +132,12 @@
     return (element.innerText || element.textContent || "").replace(/\u2060/g, "").replace(/[ \t]+\n/g, "\n").trim();
   }
 
+  var BLOCKS = /^(H[1-6]|UL|OL|P|DIV|BLOCKQUOTE|TABLE|HR|PRE|SECTION)$/;
+
+  function hasBlocks(element) {
+    return Array.prototype.some.call(element.children, function (child) { return BLOCKS.test(child.tagName); });
+  }
+
   function reportText(content) {
     var lines = [];
     var done = false;
@@ -141,7 +147,8 @@
           return;
         }
         var tag = element.tagName;
-        if (tag === "HR") {  // the footer: checks, coverage, timings
+        if (tag === "HR" || (element.getAttribute("role") === "none" && !plain(element))) {
+          // the rule before the footer (Chainlit draws it as an empty separator): checks, coverage, timings follow
           done = true;
         } else if (tag === "BLOCKQUOTE") {
           // the mode notice at the top of an offline report: not part of the clinical content
@@ -151,10 +158,10 @@
           Array.prototype.forEach.call(element.children, function (item, index) {
             lines.push((tag === "OL" ? (index + 1) + ". " : "- ") + plain(item));
           });
-        } else if (tag === "P" || tag === "TABLE" || tag === "PRE") {
-          lines.push(plain(element));
-        } else {
+        } else if (tag !== "TABLE" && hasBlocks(element)) {
           walk(element);
+        } else {
+          lines.push(plain(element));  // a paragraph (Chainlit renders them as <p> or <div>), a table, code
         }
       });
     }

@@ -13,7 +13,6 @@ from conftest import ROOT, make_settings
 
 from clincite.web.render import final_content, source_elements
 
-
 _session = None  # the chat `ask` continues when fresh_chat=False
 
 

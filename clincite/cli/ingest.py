@@ -9,7 +9,8 @@
 One line per file (added / updated / unchanged / skipped: reason) and a summary; exit 0 unless nothing could be
 ingested (or another ingest holds the KB's writer lock). On a terminal, a progress bar (tqdm) shows n/N files, the
 percentage and the time left, and a page counter inside a long PDF. `--progress-json` replaces all of that with JSON
-lines (`started`, `file_started`, `pages`, `file_done`, `finishing`, then `summary` or `error`): what the library page
+lines (`waiting` if another ingest holds the KB, `started`, `file_started`, `pages`, `file_done`, `finishing`, then
+`summary` or `error`): what the library page
 of the web app reads from the child process it runs this in. The work is done by `clincite.ingest.pipeline.Ingestor`.
 `--prune` refuses when a folder given is missing or when it would remove more than INGEST_PRUNE_MAX_FRACTION of the
 documents (an unmounted share looks like deleted files) unless `--force`.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -33,6 +35,7 @@ from clincite.kb.store import IngestBusy, KnowledgeBase
 FILES_BAR = "{desc}{n_fmt}/{total_fmt} 个文件 {percentage:3.0f}%|{bar}| 已用 {elapsed}，剩余约 {remaining}"
 PAGES_BAR = "  {desc}第 {n_fmt}/{total_fmt} 页 |{bar}|"
 FINISHING = {"vectors": "补建向量", "index": "发布检索索引"}
+DEFAULT_WIDTH, DEFAULT_HEIGHT = 100, 24
 
 
 class TerminalProgress(IngestProgress):
@@ -41,13 +44,26 @@ class TerminalProgress(IngestProgress):
     def __init__(self, stream=None, enabled: bool | None = None):
         self.stream = stream or sys.stderr
         self.disable = None if enabled is None else not enabled  # None: tqdm shows bars on a terminal only
+        # A terminal that does not report its size (0 columns: some containers, serial consoles) still gets bars.
+        size = shutil.get_terminal_size((DEFAULT_WIDTH, DEFAULT_HEIGHT))
+        self.width, self.height = size.columns or DEFAULT_WIDTH, size.lines or DEFAULT_HEIGHT
         self.files: tqdm | None = None
         self.page_bar: tqdm | None = None
         self.current = ""
 
+    def waiting(self) -> None:
+        print("另一个导入正在写入这个知识库，等它结束后开始……", file=self.stream, flush=True)
+
     def started(self, total_files: int) -> None:
         self.files = tqdm(
-            total=total_files, desc="导入 ", bar_format=FILES_BAR, file=self.stream, disable=self.disable, leave=True
+            total=total_files,
+            desc="导入 ",
+            bar_format=FILES_BAR,
+            file=self.stream,
+            disable=self.disable,
+            leave=True,
+            ncols=self.width,
+            nrows=self.height,
         )
 
     def file_started(self, index: int, name: str) -> None:
@@ -65,6 +81,8 @@ class TerminalProgress(IngestProgress):
                 disable=self.disable,
                 leave=False,
                 position=1,
+                ncols=self.width,
+                nrows=self.height,
             )
         self.page_bar.n = done
         self.page_bar.refresh()
@@ -105,6 +123,9 @@ class JsonProgress(IngestProgress):
     def emit(self, event: str, **fields) -> None:
         self.stream.write(json.dumps({"event": event, **fields}, ensure_ascii=False) + "\n")
         self.stream.flush()
+
+    def waiting(self) -> None:
+        self.emit("waiting")
 
     def started(self, total_files: int) -> None:
         self.emit("started", total=total_files)

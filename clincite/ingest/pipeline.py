@@ -36,7 +36,7 @@ from clincite.ingest.loaders import SkipFile
 from clincite.ingest.progress import IngestProgress, pages_to
 from clincite.kb.bm25 import BM25Index
 from clincite.kb.embeddings import Embedder, get_embedder
-from clincite.kb.store import KnowledgeBase, now
+from clincite.kb.store import IngestBusy, KnowledgeBase, now
 from clincite.text.tokenizer import get_tokenizer
 
 log = logging.getLogger("clincite.ingest.pipeline")
@@ -98,7 +98,12 @@ class Ingestor:
         files of this run replace the documents of the same name even when those came from other files (the library
         page's "replace"; without it such a file is skipped, since two files would share one name).
         """
-        lock = self.kb.writer_lock(self.settings.ingest_lock_timeout)
+        progress = progress or IngestProgress()
+        try:
+            lock = self.kb.writer_lock(0)
+        except IngestBusy:  # another ingest is writing: say so, then wait for it (up to INGEST_LOCK_TIMEOUT)
+            progress.waiting()
+            lock = self.kb.writer_lock(self.settings.ingest_lock_timeout)
         try:
             return self._run(
                 paths,
@@ -106,7 +111,7 @@ class Ingestor:
                 on_result or (lambda result: None),
                 force,
                 dry_run,
-                progress or IngestProgress(),
+                progress,
                 list(remove or []),
                 take_over,
             )

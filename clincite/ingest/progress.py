@@ -3,11 +3,11 @@
     progress = MyListener()                              # any object with the methods of IngestProgress
     Ingestor(settings, kb).run(paths, progress=progress)
 
-The pipeline calls `started(total)` once, `file_started` / `file_done` around every file, and `finishing(step)` for
-the work after the files (vectors, the search index). Inside one file, a loader that knows its length reports it
-with `report_pages(done, total)` (the PDF loader does, page by page): the pipeline routes that to the listener's
-`pages()` of the file being read. A context variable carries it, so loaders need no extra parameter, and a run
-without a listener costs nothing.
+The pipeline calls `waiting()` when another ingest holds the KB (then waits for it), `started(total)` once,
+`file_started` / `file_done` around every file, and `finishing(step)` for the work after the files (vectors, the
+search index). Inside one file, a loader that knows its length reports it with `report_pages(done, total)` (the PDF
+loader does, page by page): the pipeline routes that to the listener's `pages()` of the file being read. A context
+variable carries it, so loaders need no extra parameter, and a run without a listener costs nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ _page_callback: ContextVar[PageCallback | None] = ContextVar("clincite_ingest_pa
 
 class IngestProgress:
     """The listener's interface, every method a no-op: subclass and override what you show."""
+
+    def waiting(self) -> None:
+        """Another ingest holds the knowledge base's writer lock: this run waits for it."""
 
     def started(self, total_files: int) -> None:
         """The run found `total_files` files (or documents to remove) to go through."""

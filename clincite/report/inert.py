@@ -73,9 +73,10 @@ def _markdown_renderer():
     from markdown_it import MarkdownIt
 
     # CommonMark without raw HTML; tables on; links, autolinks and images off: a document's (or a model's) Markdown
-    # keeps its headings, lists, emphasis and tables, and nothing in it can fetch, link or run.
+    # keeps its headings, lists, emphasis and tables, and nothing in it can fetch, link or run. A line break inside a
+    # paragraph stays one, as in the chat (an evidence item's 说明 / 来源 / 原文 lines).
     return (
-        MarkdownIt("commonmark", {"html": False, "linkify": False})
+        MarkdownIt("commonmark", {"html": False, "linkify": False, "breaks": True})
         .enable("table")
         .disable(["link", "image", "autolink", "html_inline", "html_block"])
     )

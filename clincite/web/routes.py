@@ -33,6 +33,7 @@ from fastapi.responses import (
 from clincite.kb.catalogue import Catalogue
 from clincite.web import state
 from clincite.web.admin.guard import viewer_of
+from clincite.web.admin.layout import STATIC_ROUTE, static_file
 from clincite.web.admin.routes import router as admin_router
 from clincite.web.auth import login_route
 from clincite.web.datalayer import FILES_ROUTE, ClinCiteDataLayer, DatabaseStorageClient
@@ -40,7 +41,9 @@ from clincite.web.sources import (
     AVATAR,
     ORIGINAL_ROUTE,
     PASSAGE_ROUTE,
+    VIEW_ROUTE,
     original_document,
+    render_document_view,
     render_passage_page,
 )
 
@@ -166,9 +169,22 @@ async def passage_page(chunk_id: str, request: Request) -> Response:
     """A passage in its document: the neighbouring passages before and after it, one click from the side panel."""
     if request_user(request) is None:
         return RedirectResponse("/login", status_code=303)
-    page = render_passage_page(kb_catalogue(), chunk_id, request.query_params.get("quote", ""))
+    quote = request.query_params.get("quote", "")
+    page = await asyncio.to_thread(render_passage_page, kb_catalogue(), chunk_id, quote)  # catalogue reads
     if page is None:
         return HTMLResponse("<p>片段不存在（知识库可能已更新）。</p>", status_code=404)
+    return HTMLResponse(
+        page, headers={"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'"}
+    )
+
+
+async def document_view(chunk_id: str, request: Request) -> Response:
+    """ "打开原文" of a Markdown or text document: rendered as a page, scrolled to the passage (#passage)."""
+    if request_user(request) is None:
+        return RedirectResponse("/login", status_code=303)
+    page = await asyncio.to_thread(render_document_view, kb_catalogue(), chunk_id)  # file and catalogue reads
+    if page is None:
+        return HTMLResponse("<p>无法显示这个文档（知识库可能已更新）。</p>", status_code=404)
     return HTMLResponse(
         page, headers={"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'"}
     )
@@ -204,9 +220,11 @@ def add_routes_before_the_spa(app=fastapi_app) -> None:
     before = len(app.router.routes)
     app.include_router(admin_router)  # /admin/…, /metrics, /metrics.json: admins only (one guard on the router)
     app.add_api_route(ME_ROUTE, me, methods=["GET"])
+    app.add_api_route(STATIC_ROUTE + "/{name}", static_file, methods=["GET"])
     app.add_api_route(FILES_ROUTE + "/{object_key:path}", stored_file, methods=["GET"])
     app.add_api_route(ORIGINAL_ROUTE + "/{source:path}", original_file, methods=["GET"])
     app.add_api_route(PASSAGE_ROUTE + "/{chunk_id}", passage_page, methods=["GET"])
+    app.add_api_route(VIEW_ROUTE + "/{chunk_id}", document_view, methods=["GET"])
     app.add_api_route("/avatars/{avatar_id}", avatar, methods=["GET"])
     app.add_api_route(HEALTH_ROUTE, worker_health, methods=["GET"])
     # Same paths as Chainlit's own routes: placed first, these answer instead (owner checks, login throttle).

@@ -117,7 +117,11 @@ class IngestJob:
     def apply(self, event: dict) -> None:
         """One JSON line of `ingest --progress-json`. Files are matched by name: a folder is read in its own order."""
         kind = event.get("event")
-        if kind == "file_started":
+        if kind == "waiting":
+            self.step = "等待另一个导入结束"
+        elif kind == "started":
+            self.step = ""
+        elif kind == "file_started":
             self._current = self._file(str(event.get("name") or ""))
             if self._current is not None:
                 self._current.status = "reading"

@@ -12,13 +12,14 @@ import functools
 import hashlib
 from importlib import resources
 
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 
 from clincite.report.inert import html_text
 from clincite.web.admin.guard import CSRF_FIELD, Viewer, csrf_token
 
-STATIC_ROUTE = "/admin/static"
-STATIC_FILES = ("admin.css", "admin.js")
+STATIC_ROUTE = "/clincite/static"  # public: nothing in them is secret, and the 403 page needs them too
+STATIC_TYPES = {"admin.css": "text/css; charset=utf-8", "admin.js": "text/javascript; charset=utf-8"}
+STATIC_FILES = tuple(STATIC_TYPES)
 NAV = [
     ("library", "/admin/library", "知识库"),
     ("users", "/admin/users", "用户"),
@@ -48,6 +49,14 @@ def static_bytes(name: str) -> bytes:
 def static_version() -> str:
     """Part of the CSS and script URLs: a new release's files are fetched, not taken from the browser's cache."""
     return hashlib.sha256(b"".join(static_bytes(name) for name in STATIC_FILES)).hexdigest()[:12]
+
+
+async def static_file(name: str) -> Response:
+    """The admin pages' stylesheet and script (named with a content hash by the pages, so cached for a day)."""
+    if name not in STATIC_TYPES:
+        return Response(status_code=404)
+    cache = {"Cache-Control": "public, max-age=86400", "X-Content-Type-Options": "nosniff"}
+    return Response(static_bytes(name), media_type=STATIC_TYPES[name], headers=cache)
 
 
 def csrf_field(viewer: Viewer) -> str:

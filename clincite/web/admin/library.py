@@ -303,7 +303,11 @@ async def upload(request: Request, viewer: Viewer) -> Response:
     try:
         form = await request.form(max_files=settings.upload_max_files, max_fields=10)
     except Exception as exc:  # the multipart parser's own limits and errors
-        return _answer(request, 400, {"error": f"上传内容无法读取：{type(exc).__name__}"})
+        detail = str(getattr(exc, "detail", exc))
+        if "Too many files" in detail:
+            return _answer(request, 413, {"error": f"一次最多上传 {settings.upload_max_files} 个文件。"})
+        log.warning("Upload not readable: %s: %s", type(exc).__name__, detail)
+        return _answer(request, 400, {"error": "上传内容无法读取，请用页面上的上传表单重试。"})
     uploads = [item for item in form.getlist("files") if isinstance(item, UploadFile) and item.filename]
     replace = form.get("replace")
     replace = replace if isinstance(replace, str) and replace else None

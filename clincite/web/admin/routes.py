@@ -1,7 +1,8 @@
 """The admin area's routes: one router, and on it one guard (`require_admin`) that every route passes.
 
-Everything on `router` — the library, users and review pages, their APIs, /metrics and /metrics.json, the area's own
-CSS and script — is for admins only; `web/routes.py` puts these routes in front of Chainlit's catch-all. A route added
+Everything on `router` — the library, users and review pages, their APIs, /metrics and /metrics.json — is for
+admins only (the pages' stylesheet and script are not: `layout.static_file`, public, so that the 403 page a clinician
+gets is styled too); `web/routes.py` puts these routes in front of Chainlit's catch-all. A route added
 here is guarded without saying so; tests/test_admin.py walks the app's routes and sends a clinician's cookie to every
 one of them.
 """
@@ -17,14 +18,12 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from clincite.web import state
 from clincite.web.admin import library, review, users
 from clincite.web.admin.guard import Viewer, require_admin
-from clincite.web.admin.layout import STATIC_FILES, STATIC_ROUTE, page, static_bytes
+from clincite.web.admin.layout import page
 from clincite.web.looplag import summary as loop_lag
 from clincite.web.metrics import compute_metrics, render_body, system_status
 
 Admin = Annotated[Viewer, Depends(require_admin)]  # the same call as the router's (FastAPI caches it per request)
 router = APIRouter(dependencies=[Depends(require_admin)])
-STATIC_TYPES = {"admin.css": "text/css; charset=utf-8", "admin.js": "text/javascript; charset=utf-8"}
-assert set(STATIC_TYPES) == set(STATIC_FILES)
 
 
 async def metrics_figures() -> dict:
@@ -45,14 +44,6 @@ async def metrics_json(viewer: Admin) -> Response:
 @router.get("/admin")
 async def admin_home(viewer: Admin) -> Response:
     return RedirectResponse("/admin/library", status_code=303)
-
-
-@router.get(STATIC_ROUTE + "/{name}")
-async def static_file(name: str, viewer: Admin) -> Response:
-    if name not in STATIC_TYPES:
-        return Response(status_code=404)
-    cache = {"Cache-Control": "private, max-age=86400"}  # the pages name them with a content hash (?v=…)
-    return Response(static_bytes(name), media_type=STATIC_TYPES[name], headers=cache)
 
 
 @router.get("/admin/library")
