@@ -100,7 +100,7 @@ def test_a_clinician_asks_reads_the_sources_and_rates_the_answer(running_app, br
     assert metrics["answers"] == before["answers"] + 1 and metrics["rated"] == before["rated"] + 1
     assert metrics["thumbs_up"] == before["thumbs_up"] + 1 and metrics["ttft_p50"] is not None
     page.goto(base + "/metrics")
-    expect(page.get_by_text("ClinCite 满意度指标")).to_be_visible()
+    expect(page.get_by_role("heading", name="满意度与运行指标")).to_be_visible()  # doctor_a, the first account: admin
     expect(page.get_by_text(f"{metrics['satisfaction'] * 100:.1f}%").first).to_be_visible()
     shot(page, "06-metrics-page")
 

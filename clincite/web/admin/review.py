@@ -54,9 +54,9 @@ def _marks(prefix: str, values: list[str]) -> tuple[str, dict[str, str]]:
 # --- reading the database -----------------------------------------------------------------------------------------
 
 
-async def ratings(kind: str, handled: str, limit: int = LIST_LIMIT) -> list[dict]:
+async def ratings(db: ClinCiteDataLayer, kind: str, handled: str, limit: int = LIST_LIMIT) -> list[dict]:
     """The latest rating of each answer, newest first, with the question and the review state."""
-    await layer().flush_steps()
+    await db.flush_steps()
     value = KINDS[kind][1]
     where = ["1=1"]
     if value is not None:
@@ -65,7 +65,7 @@ async def ratings(kind: str, handled: str, limit: int = LIST_LIMIT) -> list[dict
         where.append('r."feedbackId" IS NULL')
     elif handled == "handled":
         where.append('r."feedbackId" IS NOT NULL')
-    return await layer().query(
+    return await db.query(
         'SELECT f.id, f."forId", f."threadId", f.value, f.comment, f."createdAt", a.question, a.coverage, '
         'a."userIdentifier" AS asker, r."handledBy", r."handledAt" FROM feedbacks f '
         'JOIN answer_records a ON a."stepId" = f."forId" AND a."threadId" = f."threadId" '
@@ -75,8 +75,8 @@ async def ratings(kind: str, handled: str, limit: int = LIST_LIMIT) -> list[dict
     )
 
 
-async def counts() -> dict[tuple[str, str], int]:
-    rows = await layer().query(
+async def counts(db: ClinCiteDataLayer) -> dict[tuple[str, str], int]:
+    rows = await db.query(
         'SELECT f.value, r."feedbackId" IS NOT NULL AS handled, COUNT(*) AS n FROM feedbacks f '
         'JOIN answer_records a ON a."stepId" = f."forId" AND a."threadId" = f."threadId" '
         'LEFT JOIN feedback_reviews r ON r."feedbackId" = f.id GROUP BY f.value, r."feedbackId" IS NOT NULL'
@@ -91,12 +91,12 @@ async def counts() -> dict[tuple[str, str], int]:
     return found
 
 
-async def answers_of(run_ids: list[str]) -> dict[str, dict]:
+async def answers_of(db: ClinCiteDataLayer, run_ids: list[str]) -> dict[str, dict]:
     """The report message of each run step (the answer a rating is about)."""
     if not run_ids:
         return {}
     marks, names = _marks("r", run_ids)
-    rows = await layer().query(
+    rows = await db.query(
         f'SELECT id, "parentId", output, "createdAt" FROM steps WHERE "parentId" IN ({marks}) '
         "AND type = 'assistant_message' AND name = :author ORDER BY \"createdAt\"",
         {**names, "author": ANSWER_AUTHOR},
@@ -104,16 +104,16 @@ async def answers_of(run_ids: list[str]) -> dict[str, dict]:
     return {row["parentId"]: row for row in rows}  # the last report of a run wins
 
 
-async def sources_of(message_ids: list[str]) -> dict[str, list[tuple[str, str]]]:
+async def sources_of(db: ClinCiteDataLayer, message_ids: list[str]) -> dict[str, list[tuple[str, str]]]:
     """The 【n】 passages stored with each report message: (name, Markdown), in citation order."""
     if not message_ids:
         return {}
     marks, names = _marks("m", message_ids)
-    rows = await layer().query(
+    rows = await db.query(
         f'SELECT "forId", name, "objectKey" FROM elements WHERE "forId" IN ({marks}) AND "objectKey" IS NOT NULL',
         names,
     )
-    storage_root = Path(layer().storage_provider.root)
+    storage_root = Path(db.storage_provider.root)
 
     def read(rows: list[dict]) -> dict[str, list[tuple[str, str]]]:
         found: dict[str, list[tuple[str, str]]] = defaultdict(list)
@@ -137,10 +137,10 @@ async def review_page(request: Request, viewer: Viewer) -> Response:
     handled = request.query_params.get("state", "open")
     kind = kind if kind in KINDS else "down"
     handled = handled if handled in STATES else "open"
-    rows = await ratings(kind, handled)
-    answers = await answers_of([r["forId"] for r in rows])
-    sources = await sources_of([a["id"] for a in answers.values()])
-    tally = await counts()
+    rows = await ratings(layer(), kind, handled)
+    answers = await answers_of(layer(), [r["forId"] for r in rows])
+    sources = await sources_of(layer(), [a["id"] for a in answers.values()])
+    tally = await counts(layer())
     back = f"/admin/review?{urlencode({'kind': kind, 'state': handled})}"
     tabs = (
         "".join(
@@ -212,6 +212,25 @@ def handled_form(row: dict, viewer: Viewer, back: str) -> str:
     )
 
 
+async def mark_handled(db: ClinCiteDataLayer, feedback_id: str, by: str | None) -> str | None:
+    """Mark a rating handled by `by`, or not handled (None); returns its question, None for no such rating."""
+    rows = await db.query(
+        'SELECT f.id, a.question FROM feedbacks f JOIN answer_records a ON a."stepId" = f."forId" WHERE f.id = :id',
+        {"id": feedback_id},
+    )
+    if not rows:
+        return None
+    if by is not None:
+        await db.execute(
+            'INSERT INTO feedback_reviews ("feedbackId", "handledBy", "handledAt") VALUES (:id, :by, :at) '
+            'ON CONFLICT ("feedbackId") DO UPDATE SET "handledBy" = :by, "handledAt" = :at',
+            {"id": feedback_id, "by": by, "at": await db.get_current_timestamp()},
+        )
+    else:
+        await db.execute('DELETE FROM feedback_reviews WHERE "feedbackId" = :id', {"id": feedback_id})
+    return rows[0]["question"] or ""
+
+
 async def set_handled(request: Request, viewer: Viewer) -> Response:
     form = await request.form()
     feedback_id = str(form.get("feedback_id") or "")
@@ -219,26 +238,11 @@ async def set_handled(request: Request, viewer: Viewer) -> Response:
     back = str(form.get("back") or "/admin/review")
     if urlsplit(back).netloc or not back.startswith("/admin/"):  # only back to our own pages
         back = "/admin/review"
-    rows = await layer().query(
-        'SELECT f.id, a.question FROM feedbacks f JOIN answer_records a ON a."stepId" = f."forId" WHERE f.id = :id',
-        {"id": feedback_id},
-    )
-    if not rows:
+    question = await mark_handled(layer(), feedback_id, viewer.identifier if handled else None)
+    if question is None:
         return page("评价不存在", notice("没有这条评价。", "warn"), viewer, "review", 404)
-    if handled:
-        await layer().execute(
-            'INSERT INTO feedback_reviews ("feedbackId", "handledBy", "handledAt") VALUES (:id, :by, :at) '
-            'ON CONFLICT ("feedbackId") DO UPDATE SET "handledBy" = :by, "handledAt" = :at',
-            {"id": feedback_id, "by": viewer.identifier, "at": await layer().get_current_timestamp()},
-        )
-    else:
-        await layer().execute('DELETE FROM feedback_reviews WHERE "feedbackId" = :id', {"id": feedback_id})
-    await changes.record(
-        layer(),
-        viewer.identifier,
-        "feedback_handled" if handled else "feedback_unhandled",
-        (rows[0]["question"] or "")[:80],
-    )
+    action = "feedback_handled" if handled else "feedback_unhandled"
+    await changes.record(layer(), viewer.identifier, action, question[:80])
     return RedirectResponse(back, status_code=303)
 
 
@@ -265,7 +269,7 @@ async def thread_page(thread_id: str, request: Request, viewer: Viewer) -> Respo
     )
     ratings_by_run = {row["forId"]: row for row in feedback}
     reports = [s for s in steps if s["type"] == "assistant_message" and s["name"] == ANSWER_AUTHOR]
-    sources = await sources_of([s["id"] for s in reports])
+    sources = await sources_of(layer(), [s["id"] for s in reports])
     back = f"/admin/review/thread/{thread_id}"
     children: dict[str | None, list[dict]] = defaultdict(list)
     for step in steps:
@@ -363,15 +367,15 @@ def group_gaps(rows: list[dict]) -> list[dict]:
     return sorted(by_recency, key=lambda g: -g["count"])
 
 
-async def gap_rows() -> list[dict]:
-    return await layer().query(
+async def gap_rows(db: ClinCiteDataLayer) -> list[dict]:
+    return await db.query(
         'SELECT question, coverage, coverage_missing, "createdAt", "userIdentifier" FROM answer_records '
         "WHERE coverage IN ('no_evidence', 'partial')"
     )
 
 
 async def gaps_page(request: Request, viewer: Viewer) -> Response:
-    groups = await asyncio.to_thread(group_gaps, await gap_rows())
+    groups = await asyncio.to_thread(group_gaps, await gap_rows(layer()))
     total = await layer().query("SELECT COUNT(*) AS n FROM answer_records WHERE coverage IS NOT NULL")
     answered = int(total[0]["n"]) if total else 0
     asked = sum(g["count"] for g in groups)
@@ -422,7 +426,7 @@ def gaps_csv_text(groups: list[dict]) -> str:
 
 
 async def gaps_csv(request: Request, viewer: Viewer) -> Response:
-    groups = await asyncio.to_thread(group_gaps, await gap_rows())
+    groups = await asyncio.to_thread(group_gaps, await gap_rows(layer()))
     return Response(
         gaps_csv_text(groups),
         media_type="text/csv; charset=utf-8",
