@@ -50,6 +50,7 @@ async def start_app(app: AppContext) -> None:
     )
     app.background.add(listener)  # other workers' logouts and new KB versions, at once (with REDIS_URL)
     await ensure_schema(app.settings.db_url)
+    warn_without_admin(app)
     await replay_unsaved_feedback(app)
     await ingest_sample_kb_if_empty(app)
     task = asyncio.create_task(warm_up(app))
@@ -64,6 +65,16 @@ def kb_message(app: AppContext):
         await asyncio.to_thread(app.service.searcher.refresh, False)
 
     return handle
+
+
+def warn_without_admin(app: AppContext) -> None:
+    """Accounts made before roles existed are clinicians: say how to name an admin (the pages need one)."""
+    accounts = app.users.accounts()
+    if accounts and not any(account.is_admin for account in accounts):
+        log.warning(
+            "No admin account: nobody can open /admin or /metrics. Name one with "
+            "`python -m clincite.users role NAME admin` (their sessions end; they log in again)."
+        )
 
 
 async def stop_app(app: AppContext) -> None:
@@ -85,7 +96,8 @@ async def ingest_sample_kb_if_empty(app: AppContext) -> None:
     (Chroma writes hold the GIL for seconds; in this process they would stall every open chat.)
     """
     kb, sample = app.service.kb, app.settings.sample_kb_dir
-    if kb.catalogue.document_count() or not sample.exists():
+    # A KB that has had documents (version > 0) is not a first run, even when its admins deleted every document.
+    if kb.catalogue.document_count() or kb.catalogue.version or not sample.exists():
         return
     if kb.catalogue.shared and (kb.dir / CATALOGUE_FILE).exists():  # moved to PostgreSQL: not a first run
         log.warning(
