@@ -312,6 +312,38 @@ def test_upload_guards_names_types_sizes_and_existing_documents(admin_app):
         assert not [p for p in uploads.rglob("*") if p.is_file()]  # our own upload's file goes with it
 
 
+def test_replace_keeps_the_name_and_takes_the_new_text(admin_app):
+    source = "户外活动与近视预防（演示）.md"  # a first-run document, from the sample folder (not an upload)
+    new_text = "# 户外活动与近视预防（演示）\n\n## 新版说明\n\n演示：本版本由替换功能写入，内容无临床意义。\n"
+    with client(admin_app, "lead") as lead:
+        token = csrf_of(lead)
+        wrong = upload(lead, [("户外活动.pdf", b"%PDF-1.4 not really")], token, replace=source)
+        assert wrong.status_code == 422 and "格式相同" in wrong.json()["refused"][0]["reason"]
+        answer = upload(lead, [("户外活动（新版）.md", new_text.encode())], token, replace=source)
+        assert answer.status_code == 202 and answer.json()["accepted"] == [source]  # the document keeps its name
+        wait_for_jobs(lead)
+        passages = lead.get("/admin/library/document", params={"source": source}).text
+        assert "本版本由替换功能写入" in passages and "新版说明" in passages
+        library = lead.get("/admin/library").text
+        assert "（替换）" in library and "已更新" in library  # the change log
+        staged = list((admin_app.data_dir / "uploads").rglob(source))
+        assert len(staged) == 1 and oct(staged[0].stat().st_mode & 0o777) == "0o600"  # staged privately
+    assert (SAMPLE_KB / source).exists()  # a file of the clinic's own folder is never deleted by a replace
+
+
+def test_the_demo_account_of_make_run_is_an_admin(tmp_path):
+    from conftest import make_settings
+
+    from clincite.users.store import check_login
+
+    settings = make_settings(tmp_path, dev_login=True)
+    store = UserStore(settings.users_file)
+    demo = check_login(settings, store, "demo", "demo")
+    assert demo is not None and demo.role == ADMIN
+    store.add("first", "password-1")
+    assert check_login(settings, store, "demo", "demo") is None  # gone once a real account exists
+
+
 def test_file_names_are_rebuilt_never_used_as_paths():
     from clincite.web.admin.ingest_jobs import safe_file_name, staged_path
 
