@@ -21,7 +21,7 @@ from urllib.parse import quote as url_quote
 
 from clincite.core.naming import display_source
 from clincite.core.settings import PROJECT_DIR
-from clincite.core.shapes import Chunk, Citation
+from clincite.core.shapes import Chunk, Citation, Segment
 from clincite.kb.catalogue import Catalogue
 from clincite.report.citations import normalise
 from clincite.report.inert import html_text, inert_text, markdown_html
@@ -127,11 +127,19 @@ _MD_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _MD_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
 
 
-def readable_text(text: str, source: str) -> str:
-    """A Markdown document's passage as its reader sees it: heading lines without their #s (marked HEADING_MARK for
-    the renderer), no quote, list or table markup, no emphasis markers, links and images as their text. Other
-    formats' passages are already plain text (their loaders write headings as lines of their own)."""
-    if Path(source).suffix.lower() not in MARKDOWN_SUFFIXES:
+def readable_text(text: str, source: str, segments: list[Segment] | None = None) -> str:
+    """A passage as its reader sees it, heading lines marked HEADING_MARK for the renderer.
+
+    The loaders say which lines are headings (`Chunk.segments`), and write no Markdown syntax into passages. Passages
+    ingested before that (no segments) of a Markdown document still carry it: their heading lines lose their #s, and
+    quote, list and table markup, emphasis markers and links (shown as their text) go too.
+    """
+    headings = [segment for segment in segments or [] if segment.heading]
+    if headings:
+        for segment in sorted(headings, key=lambda seg: seg.start, reverse=True):
+            text = text[: segment.start] + HEADING_MARK + text[segment.start :]
+        return text
+    if segments or Path(source).suffix.lower() not in MARKDOWN_SUFFIXES:
         return text
     lines = []
     for line in text.split("\n"):
@@ -221,7 +229,7 @@ def source_markdown(citation: Citation, chunk: Chunk | None) -> str:
         lines.append(f"支持的论据：【{citation.number}】{inert_text(citation.title)}")
     if chunk:
         lines.append("---")
-        text = readable_text(chunk.text, chunk.source)
+        text = readable_text(chunk.text, chunk.source, chunk.segments)
         lines.append(readable_markdown(text, locate_quote(text, citation.quote) if citation.verified else None))
         links = [
             f"[打开原文{'（' + pages_label(pages) + '）' if pages else ''}]({original_link(chunk)})",
@@ -292,7 +300,7 @@ def render_passage_page(catalogue: Catalogue, chunk_id: str, quote: str = "") ->
 
     def block(chunk: Chunk) -> str:
         current = chunk.id == chunk_id
-        text = readable_text(chunk.text, chunk.source)  # Markdown shown as its structure, never as ### marks
+        text = readable_text(chunk.text, chunk.source, chunk.segments)  # headings as headings, never ### marks
         body = readable_html(text, locate_quote(text, quote) if current and quote else None)
         where = " · ".join(filter(None, [html.escape(" › ".join(chunk.heading_path)), pages_label(chunk.pages)]))
         label = "当前片段" if current else ("上一段" if chunk.position < found.position else "下一段")
