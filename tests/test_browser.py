@@ -156,6 +156,9 @@ def test_a_question_the_kb_does_not_cover_gets_a_plain_abstention(running_app, b
     expect(answer).to_contain_text("本回答没有引用任何原文")
     expect(answer.locator("a.element-link")).to_have_count(0)
     assert "高度近视是开角型青光眼的危险因素之一" not in answer.inner_text()
-    metrics = page.request.get(running_app.base_url + "/metrics.json").json()
+    assert page.request.get(running_app.base_url + "/metrics.json").status == 403  # doctor_b is a clinician
+    admin = running_app.login("doctor_a")  # the first account: an admin
+    metrics = admin.get("/metrics.json").json()
+    admin.close()
     assert metrics["no_evidence_rate"] and metrics["no_evidence_rate"] > 0
     context.close()

@@ -398,7 +398,7 @@ async def delete(request: Request, viewer: Viewer) -> Response:
     job = IngestJob(kind="delete", actor=viewer.identifier, files=[JobFile(name=source)], remove=[source])
     job.old_path = known[source].path
     queue().submit(job)
-    return RedirectResponse(f"/admin/library#queue-{job.id}", status_code=303)
+    return RedirectResponse("/admin/library#queue", status_code=303)
 
 
 def _answer(request: Request, status: int, payload: dict) -> Response:
