@@ -177,11 +177,11 @@ DEGRADATION_LABELS = {
 }
 
 
-def _bars(items: list[tuple[str, float, str]], max_value: float, color: str) -> str:
+def _bars(items: list[tuple[str, float, str]], max_value: float, color: str, empty: str = "暂无数据") -> str:
     """A bar chart of HTML rows (label, a bar drawn as a stretched inline SVG, the value's text): it reflows on a
     phone, needs no script and no inline style (the admin pages' CSP allows neither)."""
     if not items:
-        return '<p class="empty">暂无数据</p>'
+        return f'<p class="empty">{html_text(empty)}</p>'
     rows = []
     for label, value, shown in items:
         width = 0 if not max_value else max(0.0, min(100.0, 100 * value / max_value))
@@ -278,7 +278,7 @@ def render_body(m: dict) -> str:
 <div class="cards">{card_html}</div>
 {_status_html(m.get("status") or {})}
 <section class="panel"><h2>降级原因（占全部回答的比例）</h2>
-<p class="hint">一个回答可能同时有几种降级。</p>{_bars(degraded, 1.0, "#d97706")}</section>
+<p class="hint">一个回答可能同时有几种降级。</p>{_bars(degraded, 1.0, "#d97706", "没有降级的回答。")}</section>
 <section class="panel"><h2>最近的差评</h2>{_thumbs_down_html(m.get("recent_thumbs_down") or [])}
 <p><a href="/admin/review">到审阅台处理 →</a></p></section>
 <section class="panel"><h2>每日满意度</h2>{_bars(days, 1.0, "#0f766e")}</section>
