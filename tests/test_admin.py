@@ -122,7 +122,7 @@ def wait_for_jobs(http: httpx.Client, timeout: float = 180) -> str:
 
 
 def test_the_first_account_is_an_admin_and_a_role_change_ends_the_sessions(tmp_path):
-    store = UserStore(tmp_path / "users.json")
+    store = UserStore(tmp_path / "accounts.sqlite3")
     first = store.add("主任", "password-1")
     second = store.add("张医生", "password-2")
     assert (first.role, second.role) == (ADMIN, CLINICIAN)
@@ -337,7 +337,7 @@ def test_the_demo_account_of_make_run_is_an_admin(tmp_path):
     from clincite.users.store import check_login
 
     settings = make_settings(tmp_path, dev_login=True)
-    store = UserStore(settings.users_file)
+    store = UserStore.for_settings(settings)
     demo = check_login(settings, store, "demo", "demo")
     assert demo is not None and demo.role == ADMIN
     store.add("first", "password-1")

@@ -113,20 +113,29 @@ async def sources_of(db: ClinCiteDataLayer, message_ids: list[str]) -> dict[str,
         f'SELECT "forId", name, "objectKey" FROM elements WHERE "forId" IN ({marks}) AND "objectKey" IS NOT NULL',
         names,
     )
-    storage_root = Path(db.storage_provider.root)
+    storage = db.storage_provider
+    found: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for row in rows:
+        data = await stored_bytes(storage, row["objectKey"])
+        if data is not None:
+            found[row["forId"]].append((row["name"], data.decode("utf-8", errors="replace")))
+    for items in found.values():
+        items.sort(key=lambda item: int(re.sub(r"\D", "", item[0]) or 0))
+    return found
 
-    def read(rows: list[dict]) -> dict[str, list[tuple[str, str]]]:
-        found: dict[str, list[tuple[str, str]]] = defaultdict(list)
-        for row in rows:
-            path = (storage_root / row["objectKey"]).resolve()
-            if not path.is_relative_to(storage_root.resolve()) or not path.is_file():
-                continue
-            found[row["forId"]].append((row["name"], path.read_text(encoding="utf-8", errors="replace")))
-        for items in found.values():
-            items.sort(key=lambda item: int(re.sub(r"\D", "", item[0]) or 0))
-        return found
 
-    return await asyncio.to_thread(read, rows)
+async def stored_bytes(storage, object_key: str) -> bytes | None:
+    """An element's stored file: from the shared database (several workers), or the files folder (one machine),
+    never outside it."""
+    if hasattr(storage, "read"):
+        return await storage.read(object_key)
+
+    def read() -> bytes | None:
+        root = Path(storage.root).resolve()
+        path = (root / object_key).resolve()
+        return path.read_bytes() if path.is_relative_to(root) and path.is_file() else None
+
+    return await asyncio.to_thread(read)
 
 
 # --- the list -----------------------------------------------------------------------------------------------------
