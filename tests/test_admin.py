@@ -171,6 +171,7 @@ def test_the_login_cookie_carries_the_role(admin_app):
 
 PUBLIC_ROUTES = {  # our routes a clinician may use (each checks the login or the owner itself)
     "/clincite/me",
+    "/clincite/health",  # a worker's health: no login, nothing private (docs/deploy.md)
     "/clincite/static/{name}",
     "/clincite/files/{object_key:path}",
     "/clincite/original/{source:path}",
