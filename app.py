@@ -20,9 +20,10 @@ from fastapi import Request, Response
 
 from clincite.core.shapes import ChatTurn
 from clincite.web import state
+from clincite.web.admin import install as install_admin_area
 from clincite.web.auth import install as install_session_guard
 from clincite.web.auth import install_shared_store_handler, logout_hook
-from clincite.web.render import NOTICE_AUTHOR, ChainlitRenderer
+from clincite.web.render import NOTICE_AUTHOR, ChainlitRenderer, notices_in
 from clincite.web.startup import STARTERS, prepare_auth_secret, start_app, stop_app
 from clincite.web.timestamps import install as install_step_timestamps
 
@@ -34,6 +35,7 @@ prepare_auth_secret()
 # Also before the server starts (Starlette freezes its middleware then): every request passes the session guard.
 install_session_guard(fastapi_app)
 install_shared_store_handler(fastapi_app)  # several workers: a Redis outage answers a login in Chinese, not with a 500
+install_admin_area(fastapi_app)  # a refused admin request gets a Chinese page (or JSON), not a stack trace
 # Steps and messages get strictly increasing timestamps instead of Chainlit's 1 ms sleep on the event loop.
 install_step_timestamps()
 
@@ -71,16 +73,14 @@ async def starters(user=None, language=None) -> list[cl.Starter]:
 @cl.on_chat_start
 async def on_chat_start() -> None:
     cl.user_session.set("history", [])
-    cl.user_session.set("notices_shown", set())
-    for notice in state.current().mode_notices():
-        await cl.context.emitter.send_toast(notice, "warning")  # a toast keeps the starters on screen
+    cl.user_session.set("notices_shown", set())  # the mode notice comes with the first answer, once per chat
 
 
 @cl.on_chat_resume
 async def on_chat_resume(thread: ThreadDict) -> None:
     app = state.current()
     cl.user_session.set("history", app.history_of(thread))
-    cl.user_session.set("notices_shown", set())
+    cl.user_session.set("notices_shown", notices_in(thread))
 
 
 @cl.on_message

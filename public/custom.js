@@ -51,3 +51,171 @@
 
   new MutationObserver(check).observe(document.documentElement, { childList: true, subtree: true });
 })();
+
+/*
+ * ClinCite: the chat's small extras.
+ * - Admins (and only admins: the server says who is one, /clincite/me) get a "管理" link in the header.
+ * - Strings Chainlit's front end hard-codes in English (no translation key) are shown in Chinese.
+ * - The copy button of a report copies clean text for a medical record or a message: TL;DR, the conclusion and the
+ *   numbered evidence with 《source》 and the quote; no Markdown marks, no footer (checks, timings).
+ */
+(function () {
+  "use strict";
+
+  // --- the admin link ---
+  var header = null;
+  var admin = false;
+
+  function placeAdminLink() {
+    var readme = document.getElementById("readme-button");
+    var link = document.getElementById("clincite-admin-link");
+    if (!readme) {
+      return;
+    }
+    if (readme !== header) {  // a new header (first load, or after logging in as someone else): ask again
+      header = readme;
+      admin = false;
+      fetch("/clincite/me", { credentials: "same-origin", cache: "no-store" })
+        .then(function (response) { return response.ok ? response.json() : null; })
+        .then(function (me) {
+          admin = !!(me && me.admin);
+          placeAdminLink();
+        })
+        .catch(function () {});
+    }
+    if (admin && !link) {
+      link = document.createElement("a");
+      link.id = "clincite-admin-link";
+      link.href = "/admin/library";
+      link.textContent = "管理";
+      link.title = "知识库、用户、审阅台与指标（仅管理员）";
+      link.className = readme.className;
+      readme.parentNode.insertBefore(link, readme);
+    } else if (!admin && link) {
+      link.remove();
+    }
+  }
+
+  // --- hard-coded English ---
+  var ENGLISH = [
+    [/^Couldn't resume chat(: .*)?$/, "无法打开这个对话：它不属于当前账号，或已被删除。"],
+    [/^Failed to copy: .*$/, "复制失败，请手动选择文字复制。"],
+    [/^Unauthorized(: .*)?$/, "用户名或密码不正确，或登录已失效，请重新登录。"],
+    [/^Error fetching threads: .*$/, "读取对话列表失败，请刷新页面重试。"],
+    [/^Failed to load thread: .*$/, "无法载入这个对话：它不属于当前账号，或已被删除。"],
+    [/^Task manually stopped\.$/, "已停止生成。"]
+  ];
+
+  function translate(node) {
+    var walker = document.createTreeWalker(node, NodeFilter.SHOW_TEXT);
+    var text;
+    while ((text = walker.nextNode())) {
+      var value = text.nodeValue.trim();
+      if (!value || value.length > 200) {
+        continue;
+      }
+      for (var i = 0; i < ENGLISH.length; i++) {
+        if (ENGLISH[i][0].test(value)) {
+          text.nodeValue = ENGLISH[i][1];
+          break;
+        }
+      }
+    }
+  }
+
+  // --- clean copies of a report ---
+  var cleanCopy = null;
+  var cleanCopyAt = 0;
+  var COPY_WINDOW_MS = 2000;
+
+  function plain(element) {
+    return (element.innerText || element.textContent || "").replace(/\u2060/g, "").replace(/[ \t]+\n/g, "\n").trim();
+  }
+
+  var BLOCKS = /^(H[1-6]|UL|OL|P|DIV|BLOCKQUOTE|TABLE|HR|PRE|SECTION)$/;
+
+  function hasBlocks(element) {
+    return Array.prototype.some.call(element.children, function (child) { return BLOCKS.test(child.tagName); });
+  }
+
+  function reportText(content) {
+    var lines = [];
+    var done = false;
+    function walk(parent) {
+      Array.prototype.forEach.call(parent.children, function (element) {
+        if (done) {
+          return;
+        }
+        var tag = element.tagName;
+        if (tag === "HR" || (element.getAttribute("role") === "none" && !plain(element))) {
+          // the rule before the footer (Chainlit draws it as an empty separator): checks, coverage, timings follow
+          done = true;
+        } else if (tag === "BLOCKQUOTE") {
+          // the mode notice at the top of an offline report: not part of the clinical content
+        } else if (/^H[1-6]$/.test(tag)) {
+          lines.push("", plain(element));
+        } else if (tag === "UL" || tag === "OL") {
+          Array.prototype.forEach.call(element.children, function (item, index) {
+            lines.push((tag === "OL" ? (index + 1) + ". " : "- ") + plain(item));
+          });
+        } else if (tag !== "TABLE" && hasBlocks(element)) {
+          walk(element);
+        } else {
+          lines.push(plain(element));  // a paragraph (Chainlit renders them as <p> or <div>), a table, code
+        }
+      });
+    }
+    walk(content);
+    return lines.join("\n").replace(/\n{3,}/g, "\n\n").trim() + "\n";
+  }
+
+  document.addEventListener("click", function (event) {
+    var button = event.target && event.target.closest && event.target.closest("button");
+    if (!button || !button.querySelector("svg.lucide-copy")) {
+      return;
+    }
+    var step = button.closest(".step");
+    var content = step && step.querySelector(".message-content");
+    if (content && /论据与来源/.test(content.textContent)) {
+      cleanCopy = reportText(content);
+      cleanCopyAt = Date.now();
+    }
+  }, true);
+
+  function pendingCopy() {
+    if (cleanCopy !== null && Date.now() - cleanCopyAt < COPY_WINDOW_MS) {
+      var text = cleanCopy;
+      cleanCopy = null;
+      return text;
+    }
+    return null;
+  }
+
+  if (navigator.clipboard) {
+    var write = navigator.clipboard.write && navigator.clipboard.write.bind(navigator.clipboard);
+    var writeText = navigator.clipboard.writeText.bind(navigator.clipboard);
+    navigator.clipboard.writeText = function (text) {
+      var clean = pendingCopy();
+      return writeText(clean !== null ? clean : text);
+    };
+    if (write) {
+      navigator.clipboard.write = function (items) {
+        var clean = pendingCopy();
+        return clean !== null ? writeText(clean) : write(items);
+      };
+    }
+  }
+
+  new MutationObserver(function (mutations) {
+    placeAdminLink();
+    mutations.forEach(function (mutation) {
+      mutation.addedNodes.forEach(function (node) {
+        if (node.nodeType === 1) {
+          translate(node);
+        } else if (node.nodeType === 3 && node.parentNode) {
+          translate(node.parentNode);
+        }
+      });
+    });
+  }).observe(document.documentElement, { childList: true, subtree: true });
+})();

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import uuid
 
@@ -11,6 +12,8 @@ import pytest
 from conftest import ROOT, make_settings
 
 from clincite.web.render import final_content, source_elements
+
+_session = None  # the chat `ask` continues when fresh_chat=False
 
 
 class Captured:
@@ -49,7 +52,7 @@ def use_context():
     context_var.set(ChainlitContext(session, emitter=BaseChainlitEmitter(session)))
 
 
-async def ask(app_module, text: str, history=None) -> Captured:
+async def ask(app_module, text: str, history=None, fresh_chat: bool = True) -> Captured:
     """One turn through the registered handlers, with an emitter that records what would go to the browser."""
     import chainlit as cl
     from chainlit.config import config
@@ -81,9 +84,13 @@ async def ask(app_module, text: str, history=None) -> Captured:
         async def emit(self, event, data):
             captured.events.append((event, data))
 
-    session = HTTPSession(id=str(uuid.uuid4()), client_type="webapp", thread_id=str(uuid.uuid4()))
+    global _session
+    if fresh_chat or _session is None:
+        _session = HTTPSession(id=str(uuid.uuid4()), client_type="webapp", thread_id=str(uuid.uuid4()))
+    session = _session
     context_var.set(ChainlitContext(session, emitter=CaptureEmitter(session)))
-    await config.code.on_chat_start()
+    if fresh_chat:
+        await config.code.on_chat_start()
     if history is not None:
         cl.user_session.set("history", list(history))
     await config.code.on_message(cl.Message(content=text, type="user_message"))
@@ -96,7 +103,11 @@ async def test_a_question_renders_steps_a_streamed_report_and_linked_sources(app
     assert {"问题分解", "检索", "相关性判断", "充分性判断"} <= set(steps)
     assert "第二阶段检索" not in steps
     children = [s for s in captured.of("step") if s.get("parentId") == steps["检索"]["id"]]
-    assert {c["name"] for c in children} == {"检索 q0", "检索 q1", "检索 q2"}
+    names = [c["name"] for c in children]  # in words: what was searched, not an id (q0, q1 …)
+    assert len(names) == 3 and "检索：原问题" in names and all(n.startswith("检索：") for n in names), names
+    assert not any(re.search(r"\bq\d|s\d-\d", n) for n in names)
+    hits = next(c["output"] for c in children if c["name"] == "检索：原问题")
+    assert "命中" in hits and "BM25" not in hits  # found by 关键词/语义, no raw scores
     decomposition = [u for u in captured.of("update") if u["id"] == steps["问题分解"]["id"] and u.get("output")]
     assert "低浓度阿托品的不良反应" in decomposition[-1]["output"]
 
@@ -116,7 +127,10 @@ async def test_a_question_renders_steps_a_streamed_report_and_linked_sources(app
         assert element["forId"] == answer["id"] and element["display"] == "side"
         assert element["name"] in answer["output"]  # the marker in the report is the link
     notices = [s["output"] for s in captured.of("step") if s["name"] == "系统提示"]
-    assert any("离线演示模式" in n for n in notices)
+    assert len(notices) == 1 and "演示模式" in notices[0], notices  # one short mode notice
+    assert not captured.of("toast")  # and no toast on top of it
+    again = await ask(app_module, "角膜塑形镜的适应症？", fresh_chat=False)
+    assert not [s for s in again.of("step") if s["name"] == "系统提示"]  # once per chat, not per answer
 
 
 async def test_unverified_quotes_are_marked_in_the_message_and_the_side_panel(app_module):
@@ -163,7 +177,12 @@ async def test_on_chat_resume_rebuilds_the_history_from_the_thread(app_module):
         "id": "t",
         "steps": [
             {"type": "user_message", "name": "doctor", "output": "OK镜适合哪些孩子？"},
-            {"type": "assistant_message", "name": "系统提示", "output": "🧪 离线演示模式"},
+            {
+                "type": "assistant_message",
+                "name": "系统提示",
+                "output": "🧪 演示模式",
+                "metadata": json.dumps({"clincite_notice": "mode"}),
+            },
             {"type": "assistant_message", "name": "ClinCite", "output": "**TL;DR：** 8 岁以上……"},
         ],
         "metadata": json.dumps({}),
@@ -172,6 +191,7 @@ async def test_on_chat_resume_rebuilds_the_history_from_the_thread(app_module):
     await config.code.on_chat_resume(thread)
     history = cl.user_session.get("history")
     assert [(t.role, t.content[:6]) for t in history] == [("user", "OK镜适合哪"), ("assistant", "**TL;D")]
+    assert cl.user_session.get("notices_shown") == {"mode"}  # a reopened chat does not repeat its mode notice
 
 
 async def test_a_dropped_speculative_answer_never_reaches_the_message(app_module):

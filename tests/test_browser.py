@@ -100,7 +100,7 @@ def test_a_clinician_asks_reads_the_sources_and_rates_the_answer(running_app, br
     assert metrics["answers"] == before["answers"] + 1 and metrics["rated"] == before["rated"] + 1
     assert metrics["thumbs_up"] == before["thumbs_up"] + 1 and metrics["ttft_p50"] is not None
     page.goto(base + "/metrics")
-    expect(page.get_by_text("ClinCite 满意度指标")).to_be_visible()
+    expect(page.get_by_role("heading", name="满意度与运行指标")).to_be_visible()  # doctor_a, the first account: admin
     expect(page.get_by_text(f"{metrics['satisfaction'] * 100:.1f}%").first).to_be_visible()
     shot(page, "06-metrics-page")
 
@@ -156,6 +156,9 @@ def test_a_question_the_kb_does_not_cover_gets_a_plain_abstention(running_app, b
     expect(answer).to_contain_text("本回答没有引用任何原文")
     expect(answer.locator("a.element-link")).to_have_count(0)
     assert "高度近视是开角型青光眼的危险因素之一" not in answer.inner_text()
-    metrics = page.request.get(running_app.base_url + "/metrics.json").json()
+    assert page.request.get(running_app.base_url + "/metrics.json").status == 403  # doctor_b is a clinician
+    admin = running_app.login("doctor_a")  # the first account: an admin
+    metrics = admin.get("/metrics.json").json()
+    admin.close()
     assert metrics["no_evidence_rate"] and metrics["no_evidence_rate"] > 0
     context.close()

@@ -19,7 +19,7 @@ from conftest import free_port, make_settings
 
 from clincite.core.shapes import AgentUsage, Coverage, Degradation, QueryResult
 from clincite.web.datalayer import FILES_ROUTE, ClinCiteDataLayer, LocalStorageClient, ensure_schema
-from clincite.web.metrics import compute_metrics, render_page
+from clincite.web.metrics import compute_metrics, render_body
 from clincite.web.timestamps import install as install_step_timestamps
 
 
@@ -99,7 +99,8 @@ async def layer(request, tmp_path):
 
         engine = create_async_engine(url)  # a clean slate for each test
         async with engine.begin() as connection:
-            for table in ("answer_records", "feedbacks", "elements", "steps", "threads", "users", "_migrations"):
+            tables = ("answer_records", "feedbacks", "elements", "steps", "threads", "users", "_migrations")
+            for table in (*tables, "admin_changes", "feedback_reviews"):
                 await connection.execute(text(f"DROP TABLE IF EXISTS {table} CASCADE"))
         await engine.dispose()
     settings = make_settings(tmp_path, database_url=url)
@@ -158,11 +159,48 @@ async def test_answers_and_feedback_make_the_satisfaction_metrics(layer):
         'SELECT coverage, coverage_missing FROM answer_records WHERE "stepId" = :s', {"s": steps[1]}
     )
     assert stored == [{"coverage": "partial", "coverage_missing": '["禁忌证"]'}]
-    page = render_page(m)
-    assert "66.7%" in page and "<svg" in page and "3 / 4" in page
-    assert "知识库无证据的回答" in page and "25.0%" in page
+    page = render_body(m)
+    assert "66.7%" in page and "<svg" in page and "3/4 个回答收到了好评或差评" in page
+    assert "无证据的回答" in page and "25.0%" in page
+    assert "1/4 个回答中至少有一个环节改用了备用方案" in page and "相关性判断失败或超时" in page
     rows = await layer.query('SELECT comment FROM feedbacks WHERE "forId" = :f', {"f": steps[0]})
     assert rows == [{"comment": "准确"}]
+
+
+async def test_the_review_desk_reads_and_marks_ratings_on_both_databases(layer):
+    """The admin review desk's queries (clincite/web/admin/review.py) on SQLite and PostgreSQL: ratings with their
+    question, counts per kind and state, handled by whom and back, and the change log."""
+    from clincite.web.admin import changes, review
+
+    thread = await make_thread(layer, "doctor_a")
+    steps = [str(uuid.uuid4()) for _ in range(2)]
+    for step, coverage in zip(steps, [Coverage(status="answered"), Coverage(status="no_evidence")]):
+        await layer.record_answer(answer("青光眼的激光治疗？", 1.0, False, False, coverage), step, thread, "doctor_a")
+    down = await layer.upsert_feedback(Feedback(forId=steps[0], value=0, threadId=thread, comment="来源不对"))
+    await layer.upsert_feedback(Feedback(forId=steps[1], value=1, threadId=thread))
+
+    open_down = await review.ratings(layer, "down", "open")
+    assert [(r["id"], r["comment"], r["question"], r["asker"]) for r in open_down] == [
+        (down, "来源不对", "青光眼的激光治疗？", "doctor_a")
+    ]
+    assert await review.mark_handled(layer, down, "lead") == "青光眼的激光治疗？"
+    assert await review.mark_handled(layer, down, "lead2") == "青光眼的激光治疗？"  # again: the latest reviewer
+    assert await review.ratings(layer, "down", "open") == []
+    handled = await review.ratings(layer, "down", "handled")
+    assert [(r["id"], r["handledBy"]) for r in handled] == [(down, "lead2")]
+    tally = await review.counts(layer)
+    assert (tally[("down", "handled")], tally[("up", "open")], tally[("all", "all")]) == (1, 1, 2)
+    assert await review.mark_handled(layer, down, None) == "青光眼的激光治疗？"
+    assert len(await review.ratings(layer, "all", "open")) == 2  # unmarked again
+    assert await review.mark_handled(layer, "no-such-rating", "lead") is None
+    gaps = review.group_gaps(await review.gap_rows(layer))
+    assert [(g["question"], g["count"], g["no_evidence"]) for g in gaps] == [("青光眼的激光治疗？", 1, 1)]
+
+    await changes.record(layer, "lead", "feedback_handled", "青光眼的激光治疗？")
+    logged = await changes.recent(layer, ("feedback_handled",))
+    assert [(r["actor"], r["action"], r["target"]) for r in logged] == [
+        ("lead", "feedback_handled", "青光眼的激光治疗？")
+    ]
 
 
 async def test_feedback_is_never_lost_even_when_the_database_refuses_it(layer):

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 
+from conftest import make_settings
+
 from clincite.ingest import pipeline
 from clincite.kb.store import KnowledgeBase
 from clincite.retrieval.search import HybridSearcher
-from conftest import make_settings
 
 
 def run_ingest(settings, docs) -> pipeline.IngestReport:

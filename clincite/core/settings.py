@@ -181,6 +181,11 @@ class Settings(BaseSettings):
     # Login cookies carry the Secure flag: auto = when the request came over HTTPS (TLS, or a trusted proxy's
     # X-Forwarded-Proto), true = always, false = never.
     cookie_secure: Literal["auto", "true", "false"] = "auto"
+    # The library page's upload: files at most per upload (each within INGEST_MAX_FILE_MB); they are staged in
+    # DATA_DIR/uploads and ingested one upload at a time per knowledge base, by the same ingest as the command line.
+    upload_max_files: int = Field(20, ge=1)
+    # Seconds a browser upload's ingest waits for another ingest of the same KB (e.g. one run from a shell) to end.
+    upload_lock_wait: float = Field(1800.0, ge=0)
 
     @field_validator("login_account_limit", "login_address_limit")
     @classmethod
@@ -248,6 +253,11 @@ class Settings(BaseSettings):
         if self.offline_mode == "off":
             return False
         return self.openai_api_key.get_secret_value().strip() in PLACEHOLDER_API_KEYS
+
+    @property
+    def uploads_dir(self) -> Path:
+        """Where the library page stages uploaded files (one folder per upload); they stay as the documents' files."""
+        return self.data_dir / "uploads"
 
     @property
     def db_url(self) -> str:

@@ -33,9 +33,10 @@ from clincite.ingest.intake import (
     symlink_reason,
 )
 from clincite.ingest.loaders import SkipFile
+from clincite.ingest.progress import IngestProgress, pages_to
 from clincite.kb.bm25 import BM25Index
 from clincite.kb.embeddings import Embedder, get_embedder
-from clincite.kb.store import KnowledgeBase, now
+from clincite.kb.store import IngestBusy, KnowledgeBase, now
 from clincite.text.tokenizer import get_tokenizer
 
 log = logging.getLogger("clincite.ingest.pipeline")
@@ -88,16 +89,53 @@ class Ingestor:
         self._reread = False  # this run reads unchanged files again (the KB was read by an older reader)
 
     def run(
-        self, paths: list[Path], prune: bool = False, on_result=None, force: bool = False, dry_run: bool = False
+        self,
+        paths: list[Path],
+        prune: bool = False,
+        on_result=None,
+        force: bool = False,
+        dry_run: bool = False,
+        progress: IngestProgress | None = None,
+        remove: list[str] | None = None,
+        take_over: bool = False,
     ) -> IngestReport:
-        """Ingest `paths` under the KB's writer lock (raises IngestBusy when another ingest holds it)."""
-        lock = self.kb.writer_lock(self.settings.ingest_lock_timeout)
+        """Ingest `paths` under the KB's writer lock (raises IngestBusy when another ingest holds it).
+
+        `remove`: documents (by source) to take out of the KB, their passages and vectors with them. `take_over`: the
+        files of this run replace the documents of the same name even when those came from other files (the library
+        page's "replace"; without it such a file is skipped, since two files would share one name).
+        """
+        progress = progress or IngestProgress()
         try:
-            return self._run(paths, prune, on_result or (lambda result: None), force, dry_run)
+            lock = self.kb.writer_lock(0)
+        except IngestBusy:  # another ingest is writing: say so, then wait for it (up to INGEST_LOCK_TIMEOUT)
+            progress.waiting()
+            lock = self.kb.writer_lock(self.settings.ingest_lock_timeout)
+        try:
+            return self._run(
+                paths,
+                prune,
+                on_result or (lambda result: None),
+                force,
+                dry_run,
+                progress,
+                list(remove or []),
+                take_over,
+            )
         finally:
             lock.release()
 
-    def _run(self, paths: list[Path], prune: bool, emit, force: bool, dry_run: bool) -> IngestReport:
+    def _run(
+        self,
+        paths: list[Path],
+        prune: bool,
+        emit,
+        force: bool,
+        dry_run: bool,
+        progress: IngestProgress,
+        remove: list[str],
+        take_over: bool,
+    ) -> IngestReport:
         report = IngestReport()
         known = self.kb.catalogue.documents()
         # Files read by an older ClinCite are read again, though unchanged: a better reader is an upgrade's point.
@@ -107,9 +145,19 @@ class Ingestor:
         roots = [p.resolve() for p in paths if p.is_dir()]
         seen: dict[str, Path] = {}
         changed = False
-        for candidate in collect_files(paths):
+        candidates = collect_files(paths)
+        progress.started(len(candidates) + len(remove))
+
+        def done(index: int, result: FileResult) -> None:
+            report.results.append(result)
+            emit(result)
+            progress.file_done(index, result.name, result.status, result.detail, result.chunks)
+
+        for index, candidate in enumerate(candidates, 1):
+            progress.file_started(index, display_name(candidate.source))
             try:
-                result = self._ingest_file(candidate, known, seen, roots)
+                with pages_to(progress.pages):
+                    result = self._ingest_file(candidate, known, seen, roots, take_over)
             except Exception as exc:  # whatever a file does, the run goes on
                 log.exception("Unexpected error ingesting %s", display_name(str(candidate.path)))
                 result = FileResult(
@@ -118,13 +166,21 @@ class Ingestor:
                     f"导入时出错，已跳过 ({type(exc).__name__}: {display_name(str(exc))})",
                 )
             changed |= result.status in ("added", "updated")
-            report.results.append(result)
-            emit(result)
+            if result.status == "skipped" and _worth_listing(candidate):
+                self.kb.catalogue.record_skip(result.name, result.detail, now())
+            done(index, result)
+        for index, source in enumerate(remove, len(candidates) + 1):
+            progress.file_started(index, source)
+            result = self._remove(source, known)
+            changed |= result.status == "removed"
+            done(index, result)
         if prune:
             changed |= self._prune(paths, known, seen, force, dry_run, report, emit)
         if self._reread and set(known) <= set(seen):  # every document in the KB is now read this way
             self._mark_read()
+        progress.finishing("vectors")
         self._sync_vectors()
+        progress.finishing("index")
         self._ensure_bm25(force=changed)  # last: publishing the index tells readers the new version is complete
         report.vectors_added = self.vectors_added
         report.embedding_warning = str(self.embedder.error) if self.embedder.error else None
@@ -136,6 +192,16 @@ class Ingestor:
         report.kb_version = self.kb.catalogue.version
         report.reread = self._reread
         return report
+
+    def _remove(self, source: str, known: dict[str, DocumentRecord]) -> FileResult:
+        """Take one document out of the KB: its passages (catalogue), then its vectors."""
+        if source not in known:
+            return FileResult(source, "skipped", "知识库中没有这个文档，未删除 (no such document)")
+        ids = self.kb.catalogue.chunk_ids(source)
+        self.kb.catalogue.remove_document(source)  # the commit point: search no longer returns its passages
+        self._remove_vectors(ids)
+        del known[source]
+        return FileResult(source, "removed", "已从知识库删除（片段与向量一并删除）")
 
     def _prune(
         self,
@@ -177,7 +243,12 @@ class Ingestor:
         return bool(gone) and not dry_run
 
     def _ingest_file(
-        self, candidate: Candidate, known: dict[str, DocumentRecord], seen: dict[str, Path], roots: list[Path]
+        self,
+        candidate: Candidate,
+        known: dict[str, DocumentRecord],
+        seen: dict[str, Path],
+        roots: list[Path],
+        take_over: bool = False,
     ) -> FileResult:
         path, source = candidate.path, candidate.source
         shown = display_name(source)
@@ -204,7 +275,7 @@ class Ingestor:
             digest = hashlib.sha256(data).hexdigest()
             if previous and previous.file_hash == digest and not self._reread:
                 return FileResult(shown, "unchanged", chunks=previous.chunk_count)
-            if previous and previous.path != str(resolved) and Path(previous.path).exists():
+            if previous and previous.path != str(resolved) and Path(previous.path).exists() and not take_over:
                 return FileResult(
                     shown,
                     "skipped",
@@ -324,6 +395,11 @@ class Ingestor:
         if not missing:
             return 0
         return self._add_vectors(list(self.kb.catalogue.get_chunks(missing).values()))
+
+
+def _worth_listing(candidate: Candidate) -> bool:
+    """A skipped file the library page lists (hidden files and Office lock files are skipped silently)."""
+    return not Path(candidate.source.rstrip("/")).name.startswith((".", "~$"))
 
 
 def _heading_note(document, limit: int) -> str:

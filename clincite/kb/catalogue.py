@@ -118,6 +118,25 @@ def m006_originals(db: Connection) -> None:
     db.execute(text(f"CREATE TABLE IF NOT EXISTS originals (digest TEXT PRIMARY KEY, data {blob} NOT NULL)"))
 
 
+@catalogue_migrations
+def m007_document_added_at(db: Connection) -> None:
+    """When a document first came into the KB (kept when it is replaced; `ingested_at` is its latest version)."""
+    if "added_at" not in _columns(db, "documents"):
+        db.execute(text(f"ALTER TABLE documents ADD COLUMN added_at {_float(db)}"))
+    db.execute(text("UPDATE documents SET added_at = ingested_at WHERE added_at IS NULL"))
+
+
+@catalogue_migrations
+def m008_skipped_files(db: Connection) -> None:
+    """Files an ingest skipped, with the reason (Chinese): listed on the library page until the file goes in."""
+    db.execute(
+        text(
+            "CREATE TABLE IF NOT EXISTS skipped_files "
+            f"(source TEXT PRIMARY KEY, reason TEXT NOT NULL, skipped_at {_float(db)} NOT NULL)"
+        )
+    )
+
+
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
     dbapi_connection.execute("PRAGMA journal_mode=WAL")
     dbapi_connection.execute("PRAGMA foreign_keys=ON")
@@ -222,6 +241,28 @@ class Catalogue:
         for row in rows:
             remember_title(row[0], row[2])
         return {r[0]: _row_to_document(r) for r in rows}
+
+    def library(self) -> list[dict[str, Any]]:
+        """Every document with what the library page shows: its pages (PDF), passages, first and latest ingest."""
+        last_page = (
+            "CAST(c.pages::json->>1 AS INTEGER)" if self.shared else "CAST(json_extract(c.pages, '$[1]') AS INTEGER)"
+        )
+        with self._connect() as db:
+            rows = db.execute(
+                text(
+                    "SELECT d.source, d.path, d.title, d.chunk_count, d.added_at, d.ingested_at, "
+                    f"(SELECT MAX({last_page}) FROM chunks c WHERE c.source = d.source) "
+                    "FROM documents d ORDER BY d.source"
+                )
+            ).fetchall()
+        keys = ("source", "path", "title", "chunks", "added_at", "ingested_at", "pages")
+        return [dict(zip(keys, row)) for row in rows]
+
+    def skipped_files(self) -> list[dict[str, Any]]:
+        """Files the ingests skipped and that have not gone in since: source, reason (Chinese), when."""
+        with self._connect() as db:
+            rows = db.execute(text("SELECT source, reason, skipped_at FROM skipped_files ORDER BY source")).fetchall()
+        return [{"source": r[0], "reason": r[1], "skipped_at": r[2]} for r in rows]
 
     def source_with_hash(self, file_hash: str, other_than: str) -> str | None:
         """A document (other than `other_than`) whose file has exactly this content hash."""
@@ -340,17 +381,18 @@ class Catalogue:
             db.execute(text("DELETE FROM chunks WHERE source=:source"), {"source": record.source})
             db.execute(
                 text(
-                    f"INSERT INTO documents ({DOCUMENT_COLUMNS}) "
-                    "VALUES (:source, :path, :title, :file_hash, :chunk_count, :ingested_at, :metadata) "
+                    f"INSERT INTO documents ({DOCUMENT_COLUMNS}, added_at) "
+                    "VALUES (:source, :path, :title, :file_hash, :chunk_count, :ingested_at, :metadata, :ingested_at) "
                     "ON CONFLICT (source) DO UPDATE SET path=excluded.path, title=excluded.title, "
                     "file_hash=excluded.file_hash, chunk_count=excluded.chunk_count, "
-                    "ingested_at=excluded.ingested_at, metadata=excluded.metadata"
+                    "ingested_at=excluded.ingested_at, metadata=excluded.metadata"  # added_at: when it first came in
                 ),
                 {
                     **record.model_dump(exclude={"metadata"}),
                     "metadata": json.dumps(record.metadata, ensure_ascii=False) if record.metadata else None,
                 },
             )
+            db.execute(text("DELETE FROM skipped_files WHERE source=:source"), {"source": record.source})
             if chunks:
                 db.execute(
                     text(
@@ -389,7 +431,19 @@ class Catalogue:
         with self.transaction() as db:
             db.execute(text("DELETE FROM chunks WHERE source=:source"), {"source": source})
             db.execute(text("DELETE FROM documents WHERE source=:source"), {"source": source})
+            db.execute(text("DELETE FROM skipped_files WHERE source=:source"), {"source": source})
             self._bump_version(db)
+
+    def record_skip(self, source: str, reason: str, at: float) -> None:
+        """Remember a skipped file and why (no version bump: search does not change)."""
+        with self.transaction() as db:
+            db.execute(
+                text(
+                    "INSERT INTO skipped_files (source, reason, skipped_at) VALUES (:source, :reason, :at) "
+                    "ON CONFLICT (source) DO UPDATE SET reason=excluded.reason, skipped_at=excluded.skipped_at"
+                ),
+                {"source": source, "reason": reason, "at": at},
+            )
 
     def _bump_version(self, db: Connection) -> None:
         db.execute(

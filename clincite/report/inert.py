@@ -11,12 +11,17 @@ library, so wherever it appears it must not become markup:
   by an invisible word joiner (in `://`, after `www`, before `@`), and quoted text (“…”, 《…》) — verbatim from the
   documents — is inert in full.
 
+Pages the app renders itself (the admin pages, the original view of a Markdown or text document) use `html_text`
+for text and `markdown_html` for Markdown shown as its structure (CommonMark without HTML, links or images).
+
 Chainlit turns 【n】 into `[【n】](…)` in the browser, after this escaping; an escaped `\\!` before it stays a plain
 "!", so the citation keeps working instead of becoming a broken image.
 """
 
 from __future__ import annotations
 
+import functools
+import html
 import re
 import string
 
@@ -55,3 +60,46 @@ def inert_report(markdown: str) -> str:
         last = match.end()
     parts.append(_inert_prose(markdown[last:]))
     return "".join(parts)
+
+
+# --- HTML pages rendered on the server (the admin pages, the original view) ---------------------------------------
+def html_text(text: str) -> str:
+    """Document or model text inside HTML of our own: every character shown as itself (quotes too, for attributes)."""
+    return html.escape(text, quote=True)
+
+
+@functools.cache
+def _markdown_renderer():
+    from markdown_it import MarkdownIt
+
+    # CommonMark without raw HTML; tables on; links, autolinks and images off: a document's (or a model's) Markdown
+    # keeps its headings, lists, emphasis and tables, and nothing in it can fetch, link or run. A line break inside a
+    # paragraph stays one, as in the chat (an evidence item's 说明 / 来源 / 原文 lines).
+    return (
+        MarkdownIt("commonmark", {"html": False, "linkify": False, "breaks": True})
+        .enable("table")
+        .disable(["link", "image", "autolink", "html_inline", "html_block"])
+    )
+
+
+def markdown_html(markdown: str, mark_lines: tuple[int, int] | None = None, mark_id: str = "passage") -> str:
+    """Markdown as HTML text structure: headings, paragraphs, lists, emphasis, tables; never links, images or HTML.
+
+    `mark_lines` (first, last line, 0-based, inclusive): the top-level blocks overlapping those lines get the class
+    `mark` and the first of them the id `mark_id` (a page scrolls to `#passage` by itself).
+    """
+    renderer = _markdown_renderer()
+    tokens = renderer.parse(markdown)
+    if mark_lines is not None:
+        first, last = mark_lines
+        marked = False
+        for token in tokens:
+            if token.level != 0 or token.nesting == -1 or not token.map:
+                continue
+            start, end = token.map  # [start, end) line range of the block
+            if start <= last and end > first:
+                token.attrJoin("class", "mark")
+                if not marked:
+                    token.attrSet("id", mark_id)
+                    marked = True
+    return renderer.renderer.render(tokens, renderer.options, {})

@@ -1,16 +1,23 @@
-"""Clinician accounts for the web app: salted bcrypt hashes in SQL (records.py: DATA_DIR/accounts.sqlite3, or the
+"""Accounts for the web app: salted bcrypt hashes and roles in SQL (records.py: DATA_DIR/accounts.sqlite3, or the
 shared PostgreSQL database of several workers; an earlier release's USERS_FILE, users.json, is imported once).
 
-    python -m clincite.users.store add 张医生         # asks for the password twice (or reads two lines from stdin)
-    python -m clincite.users.store list
-    python -m clincite.users.store remove 张医生
+    python -m clincite.users add 张医生               # asks for the password twice (or reads two lines from stdin)
+    python -m clincite.users add 李主任 --admin       # an administrator (library, users, review desk, /metrics)
+    python -m clincite.users role 张医生 admin        # change a role (admin | clinician)
+    python -m clincite.users list
+    python -m clincite.users remove 张医生
 
 There is no `--password` option on purpose: a password on the command line lands in the shell history and in `ps`.
-Scripts pipe it in: `printf '%s\n%s\n' "$PW" "$PW" | python -m clincite.users.store add NAME`.
+Scripts pipe it in: `printf '%s\n%s\n' "$PW" "$PW" | python -m clincite.users add NAME`.
+
+Roles: `clinician` asks questions and sees their own threads; `admin` also runs the library, the accounts and the
+review desk (clincite/web/admin/). The first account created on a fresh install is an admin, so a new clinic is never
+left without one; an account stored before roles existed is a clinician (`role NAME admin` promotes it).
 
 Each account has a session `generation`. Login cookies carry the generation they were issued under, and the app
-accepts a cookie only while it still matches (clincite/web/auth.py): logging out, resetting the password or removing
-the account bumps or drops it, which ends every cookie and socket of that clinician at once.
+accepts a cookie only while it still matches (clincite/web/auth.py): logging out, resetting the password, changing
+the role or removing the account bumps or drops it, which ends every cookie and socket of that person at once (a
+cookie carries the role it was issued with, so a role change must not leave an old cookie behind).
 
 The app also needs CHAINLIT_AUTH_SECRET to sign login cookies; `ensure_auth_secret` creates a random one in the data
 directory on first start when none is configured, so a restart does not log everyone out.
@@ -24,7 +31,9 @@ import getpass
 import os
 import secrets
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, get_args
 
 import bcrypt
 
@@ -33,6 +42,12 @@ from clincite.core.settings import Settings, get_settings
 from clincite.users.records import AccountRecords
 
 DEV_USER = ("demo", "demo")  # only with CLINCITE_DEV_LOGIN=true and no users configured
+DEV_DISPLAY_NAME = "演示用户"
+Role = Literal["clinician", "admin"]
+ROLES: tuple[Role, ...] = get_args(Role)
+CLINICIAN: Role = "clinician"
+ADMIN: Role = "admin"
+ROLE_LABELS: dict[str, str] = {CLINICIAN: "临床医生", ADMIN: "管理员"}
 MIN_PASSWORD_CHARS = 8
 ACCOUNTS_FILE = "accounts.sqlite3"  # in DATA_DIR, unless the app database is PostgreSQL
 PRIVATE = 0o600
@@ -74,9 +89,37 @@ def create_private(path: Path) -> None:
         pass
 
 
+@dataclass(frozen=True)
+class Account:
+    """What the app knows about an account, without its password hash."""
+
+    name: str
+    display_name: str
+    role: Role
+    generation: int
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == ADMIN
+
+
+def _account(name: str, record: dict) -> Account:
+    role = record.get("role")
+    return Account(
+        name=name,
+        display_name=record.get("display_name") or name,
+        role=role if role in ROLES else CLINICIAN,  # stored before roles existed
+        generation=int(record.get("generation", 0)),
+    )
+
+
 class UserStore:
     """The accounts: their rules here, their rows in SQL (records.py). Every change is one transaction, so no update
-    is lost between writers (the CLI, the app on logout, another worker)."""
+    is lost between writers (the CLI, the app on logout, another worker).
+
+    The interface (names, accounts, account, generation, add, set_role, remove, bump_generation, verify) is what the
+    app and the command line use; nothing outside this class reads the records.
+    """
 
     def __init__(self, location: Path | str, import_json: Path | None = None, on_change=None):
         self.path = location  # a SQLite file, or the shared database's URL
@@ -106,28 +149,69 @@ class UserStore:
     def get(self, name: str) -> dict | None:
         return self._load().get(name)
 
+    def account(self, name: str) -> Account | None:
+        record = self.get(name)
+        return _account(name, record) if record is not None else None
+
+    def accounts(self) -> list[Account]:
+        """Every account, by name."""
+        return [_account(name, record) for name, record in sorted(self._load().items())]
+
     def generation(self, name: str) -> int | None:
         """The account's session generation, or None when there is no such account."""
         record = self.get(name)
         return int(record.get("generation", 0)) if record is not None else None
 
-    def add(self, name: str, password: str, display_name: str | None = None) -> None:
+    def add(self, name: str, password: str, display_name: str | None = None, role: Role | None = None) -> Account:
+        """Add an account, or reset an existing one's password (which ends its sessions).
+
+        `role` None keeps an existing account's role; a new account is then a clinician, except the first account of
+        the store, which is always an admin (a fresh install must have someone who can run it).
+        """
         if not name.strip():
             raise ValueError("用户名不能为空")
+        if name != name.strip() or any(not ch.isprintable() for ch in name):
+            raise ValueError("用户名不能以空格开头或结尾，也不能含控制字符")
         if len(password) < MIN_PASSWORD_CHARS:
             raise ValueError(f"密码至少需要 {MIN_PASSWORD_CHARS} 个字符")
+        if role is not None and role not in ROLES:
+            raise ValueError(f"未知的角色 {role!r}（可选：{'、'.join(ROLES)}）")
         password_hash = bcrypt.hashpw(password.encode(), bcrypt.gensalt()).decode()
 
-        def change(users: dict[str, dict]) -> None:
+        def change(users: dict[str, dict]) -> Account:
             old = users.get(name) or {}
+            if not users:
+                new_role = ADMIN
+            elif role is not None:
+                new_role = role
+            else:
+                new_role = _account(name, old).role if old else CLINICIAN
             # A password reset also ends the sessions opened with the old password.
             users[name] = {
                 "password_hash": password_hash,
                 "display_name": display_name or old.get("display_name") or name,
+                "role": new_role,
                 "generation": int(old.get("generation", 0)) + (1 if old else 0),
             }
+            return _account(name, users[name])
 
-        self._update(change)
+        return self._update(change)
+
+    def set_role(self, name: str, role: Role) -> Account | None:
+        """Change an account's role; its sessions end (their cookies carry the old role). None: no such account."""
+        if role not in ROLES:
+            raise ValueError(f"未知的角色 {role!r}（可选：{'、'.join(ROLES)}）")
+
+        def change(users: dict[str, dict]) -> Account | None:
+            if name not in users:
+                return None
+            record = users[name]
+            if _account(name, record).role != role:
+                record["role"] = role
+                record["generation"] = int(record.get("generation", 0)) + 1
+            return _account(name, record)
+
+        return self._update(change)
 
     def remove(self, name: str) -> bool:
         return bool(self._update(lambda users: users.pop(name, None) is not None))
@@ -153,13 +237,14 @@ class UserStore:
         return record if record and matches else None
 
 
-def check_login(settings: Settings, store: UserStore, name: str, password: str) -> str | None:
-    """The display name of a valid login, else None. The demo account exists only when explicitly enabled."""
+def check_login(settings: Settings, store: UserStore, name: str, password: str) -> Account | None:
+    """The account of a valid login, else None. The demo account exists only when explicitly enabled (`make run`)
+    and, being the only account of a fresh install, is an admin."""
     record = store.verify(name, password)
     if record:
-        return record.get("display_name") or name
+        return _account(name, record)
     if dev_login_allowed(settings, store) and (name, password) == DEV_USER:
-        return "演示用户"
+        return Account(name=DEV_USER[0], display_name=DEV_DISPLAY_NAME, role=ADMIN, generation=0)
     return None
 
 
@@ -192,33 +277,52 @@ def read_new_password() -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m clincite.users", description="管理 ClinCite 登录账号 (manage clinician accounts)"
+        prog="python -m clincite.users", description="管理 ClinCite 登录账号 (manage accounts)"
     )
     sub = parser.add_subparsers(dest="command", required=True)
     add = sub.add_parser("add", help="add a user or reset a password (password read from a prompt or stdin)")
     add.add_argument("name")
     add.add_argument("--display-name")
+    add.add_argument("--admin", action="store_true", help="an administrator (the first account always is one)")
     sub.add_parser("list")
+    role = sub.add_parser("role", help="change a role; the account's open sessions end at once")
+    role.add_argument("name")
+    role.add_argument("role", choices=ROLES)
     remove = sub.add_parser("remove", help="remove a user; their open sessions end at once")
     remove.add_argument("name")
     args = parser.parse_args(argv)
 
     store = UserStore.for_settings(get_settings())
     if args.command == "list":
-        print("\n".join(store.names()) or "（还没有用户）")
-        return 0
+        return _list(store)
     if args.command == "remove":
         print("已删除" if store.remove(args.name) else "没有这个用户")
         return 0
+    if args.command == "role":
+        changed = store.set_role(args.name, args.role)
+        print(f"{args.name} 现在是{ROLE_LABELS[changed.role]}" if changed else "没有这个用户")
+        return 0 if changed else 1
     password = read_new_password()
     if password is None:
         return 1
     try:
-        store.add(args.name, password, args.display_name)
+        account = store.add(args.name, password, args.display_name, ADMIN if args.admin else None)
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 1
-    print(f"已保存用户 {args.name}（{store.path}）")
+    print(f"已保存用户 {args.name}（{ROLE_LABELS[account.role]}，{store.path}）")
+    return 0
+
+
+def _list(store: UserStore) -> int:
+    accounts = store.accounts()
+    if not accounts:
+        print("（还没有用户）")
+        return 0
+    for account in accounts:
+        print(f"{account.name}\t{ROLE_LABELS[account.role]}")
+    if not any(account.is_admin for account in accounts):
+        print("注意：没有管理员账号。用 python -m clincite.users role 用户名 admin 指定一位。", file=sys.stderr)
     return 0
 
 

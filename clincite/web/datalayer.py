@@ -107,6 +107,29 @@ async def m003_element_files(connection) -> None:
     )
 
 
+@app_migrations
+async def m004_admin_changes(connection) -> None:
+    """Every change made on the admin pages (library, accounts, review desk): who, what, when, and how it ended."""
+    await connection.execute(
+        text(
+            """CREATE TABLE IF NOT EXISTS admin_changes (id TEXT PRIMARY KEY, "createdAt" TEXT NOT NULL,
+            actor TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '')"""
+        )
+    )
+    await connection.execute(text('CREATE INDEX IF NOT EXISTS admin_changes_created ON admin_changes ("createdAt")'))
+
+
+@app_migrations
+async def m005_feedback_reviews(connection) -> None:
+    """The review desk's state of a rating: handled (by whom, when) or not; no row = not handled."""
+    await connection.execute(
+        text(
+            """CREATE TABLE IF NOT EXISTS feedback_reviews ("feedbackId" TEXT PRIMARY KEY, "handledBy" TEXT NOT NULL,
+            "handledAt" TEXT NOT NULL)"""
+        )
+    )
+
+
 async def ensure_schema(url: str) -> int:
     """Apply pending migrations at start; returns the schema version."""
     if url.startswith("sqlite"):
@@ -481,6 +504,11 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
             )
             row["answer"] = answer[0]["output"] if answer else ""
         return rows
+
+    async def execute(self, sql: str, parameters: dict | list[dict] | None = None) -> None:
+        """One statement (or one per parameter set) in a transaction of its own."""
+        async with self.engine.begin() as connection:
+            await connection.execute(text(sql), parameters or {})
 
     async def query(self, sql: str, parameters: dict | None = None) -> list[dict]:
         async with self.engine.connect() as connection:

@@ -1,22 +1,24 @@
-"""Satisfaction metrics: 👍/(👍+👎) overall and per day, feedback coverage, TTFT, stage-2 rate, degradations.
+"""Satisfaction metrics for the clinic's administrators: satisfaction, feedback rate, degraded / no-evidence /
+partial answers, stage-2 rate, TTFT — each a share of the answers with its meaning in plain Chinese.
 
-`compute_metrics` reads the answer records and feedback rows; `render_page` draws them as an HTML page with inline
-SVG charts (no scripts, no CDN: the page works on a clinic's closed network). The app serves both at /metrics and
-/metrics.json, behind login.
+`compute_metrics` reads the answer records and feedback rows (the arithmetic in a worker thread); `system_status`
+reads the catalogue (call it in a thread too); `render_body` draws the figures with inline SVG charts (no scripts,
+no CDN: the page works on a clinic's closed network). The admin area serves them at /metrics and /metrics.json
+(clincite/web/admin/routes.py), to admins only.
 """
 
 from __future__ import annotations
 
-import html
+import asyncio
 import itertools
 import json
 from collections import Counter, defaultdict
 
+from clincite.report.inert import html_text
 from clincite.web.datalayer import ClinCiteDataLayer
 
 TTFT_BUCKETS = [1, 2, 3, 5, 8, 13]  # seconds: histogram edges
 RECENT_THUMBS_DOWN = 20
-ANSWER_PREVIEW_CHARS = 600
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -34,6 +36,8 @@ def ratio(part: int, whole: int) -> float | None:
 
 
 async def compute_metrics(layer: ClinCiteDataLayer, status: dict | None = None) -> dict:
+    """The figures of /metrics: two database reads, then the arithmetic in a worker thread (the rows of every answer
+    ever given would otherwise be walked on the event loop, which every chat shares)."""
     answers = await layer.query(
         'SELECT "stepId", "createdAt", ttft, total, cached, stage2, degradations, unverified_citations, mode, '
         "timings, coverage FROM answer_records"
@@ -44,6 +48,14 @@ async def compute_metrics(layer: ClinCiteDataLayer, status: dict | None = None) 
         'SELECT f.id, f."forId", f.value, f."createdAt" FROM feedbacks f JOIN answer_records a '
         'ON a."stepId" = f."forId" AND a."threadId" = f."threadId" ORDER BY f."createdAt"'
     )
+    figures = await asyncio.to_thread(summarise, answers, rows)
+    recent = await layer.recent_negative_feedback(RECENT_THUMBS_DOWN)
+    figures["recent_thumbs_down"] = [{**row, "createdAt": str(row["createdAt"])} for row in recent]
+    figures["status"] = status or {}
+    return figures
+
+
+def summarise(answers: list[dict], rows: list[dict]) -> dict:
     latest: dict[str, dict] = {}
     for row in rows:  # a changed rating replaces the earlier one for the same answer
         latest[row["forId"]] = row
@@ -62,16 +74,18 @@ async def compute_metrics(layer: ClinCiteDataLayer, status: dict | None = None) 
     down = len(feedback) - up
     fresh = [a for a in answers if not a["cached"]]
     ttfts = [float(a["ttft"]) for a in fresh if a["ttft"] is not None]
-    degradations: Counter[str] = Counter()
+    degradations: Counter[str] = Counter()  # answers with at least one degradation of each kind
     for answer in answers:
-        for component in json.loads(answer["degradations"] or "[]"):
-            degradations[component.split(":")[0]] += 1
+        degradations.update({component.split(":")[0] for component in json.loads(answer["degradations"] or "[]")})
     answered_ids = {a["stepId"] for a in answers}
+    degraded = sum(1 for a in answers if json.loads(a["degradations"] or "[]"))
+    with_coverage = sum(1 for a in answers if a["coverage"])
+    rated_answers = sum(1 for r in feedback if r["forId"] in answered_ids)
     return {
         "answers": len(answers),
         "rated": len(feedback),
-        "rated_answers": sum(1 for r in feedback if r["forId"] in answered_ids),
-        "feedback_coverage": ratio(sum(1 for r in feedback if r["forId"] in answered_ids), len(answers)),
+        "rated_answers": rated_answers,
+        "feedback_coverage": ratio(rated_answers, len(answers)),
         "thumbs_up": up,
         "thumbs_down": down,
         "satisfaction": ratio(up, up + down),
@@ -85,28 +99,23 @@ async def compute_metrics(layer: ClinCiteDataLayer, status: dict | None = None) 
         "stage_seconds_p50": _stage_p50(fresh),
         "cached_answers": len(answers) - len(fresh),
         "stage2_rate": ratio(sum(1 for a in fresh if a["stage2"]), len(fresh)),
-        "degraded_answers": sum(1 for a in answers if json.loads(a["degradations"] or "[]")),
+        "degraded_answers": degraded,
+        "degraded_rate": ratio(degraded, len(answers)),
         "degradations": dict(degradations),
+        "degradation_rates": {kind: ratio(count, len(answers)) for kind, count in degradations.items()},
         "failed_questions": degradations.get("failed", 0),
         "unverified_citations": sum(int(a["unverified_citations"] or 0) for a in answers),
         "offline_answers": sum(1 for a in answers if a["mode"] == "offline"),
         # Answers recorded before coverage existed (coverage NULL) are left out of both shares.
-        "no_evidence_rate": ratio(
-            sum(1 for a in answers if a["coverage"] == "no_evidence"), sum(1 for a in answers if a["coverage"])
-        ),
-        "partial_rate": ratio(
-            sum(1 for a in answers if a["coverage"] == "partial"), sum(1 for a in answers if a["coverage"])
-        ),
-        "recent_thumbs_down": [
-            {**row, "createdAt": str(row["createdAt"])}
-            for row in await layer.recent_negative_feedback(RECENT_THUMBS_DOWN)
-        ],
-        "status": status or {},
+        "no_evidence_rate": ratio(sum(1 for a in answers if a["coverage"] == "no_evidence"), with_coverage),
+        "partial_rate": ratio(sum(1 for a in answers if a["coverage"] == "partial"), with_coverage),
     }
 
 
 def system_status() -> dict:
-    """What the clinic's IT needs to see at a glance: answer mode, search mode and why semantic search is off."""
+    """What the clinic's IT needs to see at a glance: answer mode, search mode and why semantic search is off.
+
+    Reads the catalogue (SQLite): call it off the event loop (`asyncio.to_thread(system_status)`)."""
     from clincite.web import state
 
     app = state.current()
@@ -118,6 +127,7 @@ def system_status() -> dict:
         "embedding_problem": searcher.warning,
         "documents": searcher.kb.catalogue.document_count(),
         "kb_version": searcher.kb.catalogue.version,
+        "serving_version": searcher.serving_version,
     }
 
 
@@ -150,27 +160,37 @@ def _histogram(values: list[float]) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The page
+# The page (its frame and the admin check are clincite/web/admin's)
 # ---------------------------------------------------------------------------------------------------------------
 
+# What each kind of degradation means, in the words of a clinic lead: what fell back, and to what.
+DEGRADATION_LABELS = {
+    "embeddings": "语义检索不可用（向量模型未加载），改为仅关键词检索",
+    "vector_store": "向量库无法访问或超时，改为仅关键词检索",
+    "bm25_index": "关键词索引不可用",
+    "decomposition": "问题分解失败或超时，直接用原问题检索",
+    "judge": "相关性判断失败或超时，直接采用检索到的原文",
+    "sufficiency": "充分性判断失败或超时，按“证据充分”作答",
+    "stage2": "来不及进行第二阶段检索，只用首轮证据作答",
+    "answer": "回答生成失败或首字过慢，改为原文摘录报告",
+    "failed": "问题处理出错，没有给出回答",
+}
 
-def _bars(items: list[tuple[str, float, str]], max_value: float, color: str) -> str:
-    """A horizontal bar chart as inline SVG: (label, value, value text) per bar."""
+
+def _bars(items: list[tuple[str, float, str]], max_value: float, color: str, empty: str = "暂无数据") -> str:
+    """A bar chart of HTML rows (label, a bar drawn as a stretched inline SVG, the value's text): it reflows on a
+    phone, needs no script and no inline style (the admin pages' CSP allows neither)."""
     if not items:
-        return '<p class="empty">暂无数据</p>'
-    row, width, label_w = 28, 760, 120
-    height = row * len(items) + 8
-    parts = [f'<svg viewBox="0 0 {width} {height}" width="100%" role="img">']
-    for i, (label, value, shown) in enumerate(items):
-        y = 4 + i * row
-        bar = 0 if not max_value else (width - label_w - 70) * value / max_value
-        parts.append(
-            f'<text x="0" y="{y + 18}" font-size="13">{html.escape(label)}</text>'
-            f'<rect x="{label_w}" y="{y + 4}" width="{bar:.1f}" height="18" rx="3" fill="{color}"/>'
-            f'<text x="{label_w + bar + 6:.1f}" y="{y + 18}" font-size="13">{html.escape(shown)}</text>'
+        return f'<p class="empty">{html_text(empty)}</p>'
+    rows = []
+    for label, value, shown in items:
+        width = 0 if not max_value else max(0.0, min(100.0, 100 * value / max_value))
+        rows.append(
+            f'<div class="bar-row"><div class="bar-label">{html_text(label)}</div><div class="bar-line">'
+            f'<svg viewBox="0 0 100 10" preserveAspectRatio="none" aria-hidden="true"><rect width="{width:.1f}" '
+            f'height="10" rx="1" fill="{color}"/></svg><span>{html_text(shown)}</span></div></div>'
         )
-    parts.append("</svg>")
-    return "".join(parts)
+    return f'<div class="bars">{"".join(rows)}</div>'
 
 
 def _pct(value: float | None) -> str:
@@ -181,72 +201,108 @@ def _sec(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f} 秒"
 
 
-def render_page(m: dict) -> str:
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole}（{_pct(ratio(part, whole))}）" if whole else "—"
+
+
+def render_body(m: dict) -> str:
+    """The figures as shares, each with what it means; the charts; the system status; the latest thumbs-down."""
+    answers = m["answers"]
+    causes = sorted(m["degradations"].items(), key=lambda item: -item[1])
+    main_cause = (
+        "主要原因：" + "；".join(f"{DEGRADATION_LABELS.get(k, k)}（{v} 个）" for k, v in causes[:2])
+        if causes
+        else "没有降级"
+    )
+    cards = [
+        (
+            "满意度",
+            _pct(m["satisfaction"]),
+            f"被评价的回答中好评（点赞）的占比：好评 {m['thumbs_up']}、差评 {m['thumbs_down']}。",
+        ),
+        (
+            "反馈率",
+            _pct(m["feedback_coverage"]),
+            f"{m['rated_answers']}/{answers} 个回答收到了好评或差评。（这是“有多少回答被评价”，"
+            "不是回答中的“证据覆盖”。）",
+        ),
+        (
+            "降级的回答",
+            _pct(m["degraded_rate"]),
+            f"{m['degraded_answers']}/{answers} 个回答中至少有一个环节改用了备用方案"
+            f"（回答仍给出，但可能不如正常时完整）。{main_cause}。",
+        ),
+        (
+            "无证据的回答",
+            _pct(m["no_evidence_rate"]),
+            "知识库中找不到相关原文、因此不作结论的回答占比。这些问题列在“未覆盖的问题”中。",
+        ),
+        (
+            "部分回答",
+            _pct(m["partial_rate"]),
+            "证据只覆盖了所问的部分方面（回答里写明“证据覆盖：部分回答”）的回答占比。",
+        ),
+        (
+            "第二阶段检索",
+            _pct(m["stage2_rate"]),
+            "首轮证据不足、又追加检索的回答占比（不含缓存回答）；目标低于 20%。",
+        ),
+        (
+            "首字时间 中位数 / 95%",
+            f"{_sec(m['ttft_p50'])} / {_sec(m['ttft_p95'])}",
+            f"从提问到回答出现第一个字的时间；不含直接复用的缓存回答（{m['cached_answers']} 个）。",
+        ),
+        (
+            "未核验的引文",
+            str(m["unverified_citations"]),
+            "引文在所注来源中逐字找不到的条数（回答中已标出）。",
+        ),
+    ]
+    card_html = "".join(
+        f'<div class="card"><div class="label">{html_text(a)}</div><div class="value">{html_text(b)}</div>'
+        f'<div class="note">{html_text(c)}</div></div>'
+        for a, b, c in cards
+    )
     days = [
         (
             d["day"],
             d["satisfaction"] or 0.0,
-            f"{_pct(d['satisfaction'])}（{d['up']}👍 {d['down']}👎 / {d['answers']} 个回答）",
+            f"{_pct(d['satisfaction'])}（好评 {d['up']}、差评 {d['down']}，共 {d['answers']} 个回答）",
         )
         for d in m["per_day"]
     ]
-    ttft = [(b["label"], b["count"], str(b["count"])) for b in m["ttft_histogram"]]
-    degraded = [(k, v, str(v)) for k, v in sorted(m["degradations"].items())]
+    ttft = [(b["label"], b["count"], f"{b['count']} 个回答") for b in m["ttft_histogram"]]
+    degraded = [(DEGRADATION_LABELS.get(k, k), v / answers if answers else 0, _share(v, answers)) for k, v in causes]
     stages = [(STAGES[k], v, f"{v:.2f} 秒") for k, v in m["stage_seconds_p50"].items() if v is not None]
-    cards = [
-        ("满意度", _pct(m["satisfaction"]), f"{m['thumbs_up']} 👍 / {m['thumbs_down']} 👎"),
-        ("获得反馈的回答", f"{m['rated_answers']} / {m['answers']}", f"覆盖率 {_pct(m['feedback_coverage'])}"),
-        (
-            "首字时间 p50 / p95",
-            f"{_sec(m['ttft_p50'])} / {_sec(m['ttft_p95'])}",
-            f"不含缓存回答 {m['cached_answers']} 个",
-        ),
-        ("第二阶段检索比例", _pct(m["stage2_rate"]), "目标 < 20%"),
-        ("降级的回答", str(m["degraded_answers"]), f"未核验引文 {m['unverified_citations']} 条"),
-        ("知识库无证据的回答", _pct(m["no_evidence_rate"]), f"部分回答（有证据缺口） {_pct(m['partial_rate'])}"),
-    ]
-    card_html = "".join(
-        f'<div class="card"><div class="label">{html.escape(a)}</div><div class="value">'
-        f'{html.escape(b)}</div><div class="note">{html.escape(c)}</div></div>'
-        for a, b, c in cards
-    )
-    return f"""<!doctype html>
-<html lang="zh-CN"><head><meta charset="utf-8"><title>ClinCite 满意度指标</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="icon" href="/public/favicon.svg">
-<style>
-body {{ font-family: -apple-system, "PingFang SC", "Microsoft YaHei", "Noto Sans CJK SC", sans-serif; margin: 2rem;
-       color: #1f2937; background: #f8fafc; }}
-h1 {{ font-size: 1.5rem; }} h2 {{ font-size: 1.1rem; margin-top: 2rem; }}
-.cards {{ display: flex; flex-wrap: wrap; gap: 1rem; }}
-.card {{ background: white; border-radius: 10px; padding: 1rem 1.25rem; min-width: 180px;
-        box-shadow: 0 1px 3px rgba(0,0,0,.08); }}
-.label {{ color: #64748b; font-size: .85rem; }} .value {{ font-size: 1.6rem; font-weight: 600; margin: .25rem 0; }}
-.note {{ color: #64748b; font-size: .8rem; }} .chart {{ background: white; border-radius: 10px; padding: 1rem;
-        max-width: 900px; box-shadow: 0 1px 3px rgba(0,0,0,.08); }}
-.empty {{ color: #94a3b8; }} a {{ color: #0f766e; }}
-table.status th {{ text-align: left; color: #64748b; font-weight: normal; padding-right: 1.5rem; }}
-.problem {{ color: #b45309; font-size: .85rem; }} .down {{ border-bottom: 1px solid #e2e8f0; padding: .6rem 0; }}
-.down .meta {{ color: #64748b; font-size: .8rem; }} pre {{ white-space: pre-wrap; font-size: .8rem; }}
-</style></head><body>
-<h1>ClinCite 满意度指标</h1>
-<p><a href="/">返回问答</a> · <a href="/metrics.json">JSON</a></p>
+    return f"""<p class="hint">共 {answers} 个回答。下面每个数字都是占比，并写明它的含义。</p>
 <div class="cards">{card_html}</div>
 {_status_html(m.get("status") or {})}
-<h2>最近的 👎 反馈</h2>{_thumbs_down_html(m.get("recent_thumbs_down") or [])}
-<h2>每日满意度</h2><div class="chart">{_bars(days, 1.0, "#0f766e")}</div>
-<h2>首字时间分布</h2><div class="chart">{_bars(ttft, max([c for _, c, _ in ttft] or [0]), "#2563eb")}</div>
-<h2>各环节耗时（中位数）</h2><div class="chart">{_bars(stages, max([v for _, v, _ in stages] or [0]), "#7c3aed")}</div>
-<h2>降级次数（按环节）</h2>
-<div class="chart">{_bars(degraded, max([c for _, c, _ in degraded] or [0]), "#d97706")}</div>
-</body></html>"""
+<section class="panel"><h2>降级原因（占全部回答的比例）</h2>
+<p class="hint">一个回答可能同时有几种降级。</p>{_bars(degraded, 1.0, "#d97706", "没有降级的回答。")}</section>
+<section class="panel"><h2>最近的差评</h2>{_thumbs_down_html(m.get("recent_thumbs_down") or [])}
+<p><a href="/admin/review">到审阅台处理 →</a></p></section>
+<section class="panel"><h2>每日满意度</h2>{_bars(days, 1.0, "#0f766e")}</section>
+<section class="panel"><h2>首字时间分布</h2>{_bars(ttft, max([c for _, c, _ in ttft] or [0]), "#2563eb")}</section>
+<section class="panel"><h2>各环节耗时（中位数）</h2>
+{_bars(stages, max([v for _, v, _ in stages] or [0]), "#7c3aed")}</section>
+<p class="hint"><a href="/metrics.json">以 JSON 查看这些数字</a></p>"""
 
 
 def _status_html(status: dict) -> str:
+    """The app's modes, explained once here for the administrators (the chat shows clinicians one short line)."""
     if not status:
         return ""
-    mode = "离线演示模式（未配置大语言模型）" if status.get("mode") == "offline" else "大语言模型"
-    search = "混合检索（BM25 + 语义）" if status.get("search") == "hybrid" else "⚠️ 仅 BM25 关键词检索"
+    if status.get("mode") == "offline":
+        mode = (
+            "离线演示模式：未配置大语言模型（OPENAI_API_KEY），回答由规则从知识库原文逐字摘录拼接，"
+            "不做归纳。配置 API Key 后重启即为正式模式。"
+        )
+    else:
+        mode = "大语言模型：问题分解、相关性与充分性判断、回答生成均由模型完成。"
+    if status.get("search") == "hybrid":
+        search = "混合检索：关键词（BM25）与语义向量同时检索。"
+    else:
+        search = "⚠️ 仅关键词（BM25）检索：语义检索不可用，近义说法可能检索不到。"
     rows = [
         ("回答方式", mode),
         ("检索方式", search),
@@ -254,26 +310,27 @@ def _status_html(status: dict) -> str:
         ("知识库文档数", str(status.get("documents", "—"))),
         ("知识库版本", str(status.get("kb_version", "—"))),
     ]
-    table = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
+    table = "".join(f"<tr><th>{html_text(k)}</th><td>{html_text(v)}</td></tr>" for k, v in rows)
     problem = status.get("embedding_problem")
-    detail = f'<p class="problem">{html.escape(problem)}</p>' if problem else ""
-    return f'<h2>系统状态</h2><div class="chart"><table class="status">{table}</table>{detail}</div>'
+    detail = (
+        f'<p class="problem">语义检索不可用的原因：{html_text(problem)}（修复方法见 README “The embedding model”）</p>'
+        if problem
+        else ""
+    )
+    return f'<section class="panel"><h2>系统状态</h2><table class="status">{table}</table>{detail}</section>'
 
 
 def _thumbs_down_html(rows: list[dict]) -> str:
     if not rows:
-        return '<div class="chart"><p class="empty">暂无 👎 反馈</p></div>'
+        return '<p class="empty">暂无差评</p>'
     items = []
-    for row in rows:
-        answer = row.get("answer") or ""
-        preview = answer[:ANSWER_PREVIEW_CHARS] + ("…" if len(answer) > ANSWER_PREVIEW_CHARS else "")
-        thread = html.escape(row.get("threadId") or "", quote=True)
-        link = f'<a href="/thread/{thread}">打开对话</a>' if thread else ""
+    for row in rows[:5]:
+        thread = html_text(row.get("threadId") or "")
+        link = f'<a href="/admin/review/thread/{thread}">查看整段对话</a>' if thread else ""
         items.append(
-            f'<div class="down"><div class="meta">{html.escape(str(row.get("createdAt") or "")[:19])} · '
-            f"{html.escape(row.get('userIdentifier') or '—')} · {link}</div>"
-            f"<div><b>问题：</b>{html.escape(row.get('question') or '')}</div>"
-            f"<div><b>意见：</b>{html.escape(row.get('comment') or '（未填写）')}</div>"
-            f"<details><summary>回答</summary><pre>{html.escape(preview)}</pre></details></div>"
+            f'<div class="down"><div class="meta">{html_text(str(row.get("createdAt") or "")[:16])} · '
+            f"{html_text(row.get('userIdentifier') or '—')} · {link}</div>"
+            f"<div><b>问题：</b>{html_text(row.get('question') or '')}</div>"
+            f"<div><b>意见：</b>{html_text(row.get('comment') or '（未填写）')}</div></div>"
         )
-    return '<div class="chart">' + "".join(items) + "</div>"
+    return "".join(items)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 
@@ -32,14 +33,22 @@ from clincite.core.shapes import (
 from clincite.report.citations import mark_unverified
 from clincite.report.format import coverage_line as format_coverage_line
 from clincite.report.inert import inert_report, inert_text
-from clincite.web.sources import source_markdown, with_pages
+from clincite.users.store import ADMIN
+from clincite.web.sources import pages_label, source_markdown, with_pages
 
 ANSWER_AUTHOR = "ClinCite"
 NOTICE_AUTHOR = "系统提示"
-BM25_ONLY_NOTICE = "语义检索暂不可用，本次仅用关键词检索（原因与修复方法见 /metrics 的系统状态）。"
+MODE_NOTICE = "mode"
+# What a clinician needs to know of the app's mode, in one line each (the first of them per chat is shown).
+MODE_NOTICES = {
+    "offline": "🧪 演示模式：回答由规则从原文摘录拼接，未经大语言模型归纳；请点击【n】核对原文。",
+    "bm25_only": "⚠️ 当前仅用关键词检索，换个说法可能检索到更多；请点击【n】核对原文。",
+}
 FLUSH_SECONDS = 0.1  # tokens go in batches, ten a second: each batch re-sends and re-renders the whole report
 SNIPPET_CHARS = 80
 CONFIDENCE = {"high": "高", "medium": "中", "low": "低"}
+FOUND_BY = {"bm25": "关键词", "semantic": "语义"}
+LABEL_CHARS = 24  # of a sub-query in a step's name
 ChunkLookup = Callable[[list[str]], dict[str, Chunk]]
 
 
@@ -144,20 +153,17 @@ class ChainlitRenderer:
             await self.open_step(parent)
         lines = [f"**{inert_text(event.sub_query.text)}**\n"]
         for i, hit in enumerate(event.hits, 1):
-            scores = "，".join(
-                filter(
-                    None,
-                    [
-                        f"BM25 {hit.bm25:.2f}" if hit.bm25 is not None else "",
-                        f"语义 {hit.semantic:.2f}" if hit.semantic is not None else "",
-                    ],
-                )
-            )
+            # In words, not scores: which retriever found the passage, and where it stands in its document.
+            found = "、".join(FOUND_BY.get(way, way) for way in hit.found_by) or "检索"
+            where = "，".join(filter(None, [" › ".join(hit.heading_path[-1:]), pages_label(hit.pages)]))
             snippet = inert_text(hit.text.replace("\n", " ")[:SNIPPET_CHARS])
-            lines.append(f"{i}. 《{inert_text(display_source(hit.source))}》（{scores}）{snippet}…")
+            lines.append(
+                f"{i}. 《{inert_text(display_source(hit.source))}》{'（' + inert_text(where) + '）' if where else ''}"
+                f" {snippet}…（{found}命中）"
+            )
         if not event.hits:
             lines.append("没有检索到相关片段。")
-        await self.child(parent, f"检索 {event.sub_query.id}", "\n".join(lines))
+        await self.child(parent, step_label("检索", event.sub_query), "\n".join(lines))
 
     async def judgement_done(self, event: JudgementDone) -> None:
         parent = "stage2" if event.stage == 2 else "judgement"
@@ -177,18 +183,25 @@ class ChainlitRenderer:
             f"{'（判断失败，直接使用检索结果）' if a.degraded else ''}\n\n子回答：{inert_text(a.sub_answer)}\n\n"
             f"{extracts}\n缺失方面：{inert_text('、'.join(a.missing)) or '无'}"
         )
-        await self.child(parent, f"判断 {a.sub_query.id}", output)
+        await self.child(parent, step_label("判断", a.sub_query), output)
 
     async def notice(self, event: NoticeEvent) -> None:
+        """One short mode notice per chat (offline, keyword-only search: a clinician can act on neither, so once is
+        enough; the details are on /metrics for the admins); the other notices once per chat, "cached" every time."""
         shown: set = cl.user_session.get("notices_shown") or set()
-        if event.kind != "cached" and event.kind in shown:
+        kind = MODE_NOTICE if event.kind in MODE_NOTICES else event.kind
+        if kind != "cached" and kind in shown:
             return
-        shown.add(event.kind)
+        shown.add(kind)
         cl.user_session.set("notices_shown", shown)
-        icon = {"offline": "🧪", "bm25_only": "⚠️", "cached": "⚡", "empty_kb": "📂"}[event.kind]
-        # The embedding problem's details and fix are for the clinic's IT (log, ingest.py, /metrics), not the chat.
-        message = BM25_ONLY_NOTICE if event.kind == "bm25_only" else event.message
-        await cl.Message(content=f"{icon} {message}", author=NOTICE_AUTHOR).send()
+        if kind == MODE_NOTICE:
+            message = MODE_NOTICES[event.kind]
+            if (getattr(cl.user_session.get("user"), "metadata", None) or {}).get("role") == ADMIN:
+                message += "（原因与处理方法见[指标页](/metrics)）"
+            await cl.Message(content=message, author=NOTICE_AUTHOR, metadata={"clincite_notice": MODE_NOTICE}).send()
+            return
+        icon = {"cached": "⚡", "empty_kb": "📂"}.get(kind, "")
+        await cl.Message(content=f"{icon} {event.message}".strip(), author=NOTICE_AUTHOR).send()
 
     # --- the answer ---
     async def token(self, text: str) -> None:
@@ -219,6 +232,15 @@ class ChainlitRenderer:
         await message.send()
 
 
+def step_label(action: str, sub_query) -> str:
+    """A step named in words by what it searched or judged ("检索：原问题", "判断：阿托品的不良反应"), not its id."""
+    if sub_query.id == "q0":
+        return f"{action}：原问题"
+    text = " ".join(sub_query.text.split())
+    text = text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
+    return f"{action}：{text}"
+
+
 def final_content(result: QueryResult, late_degradations: list[str]) -> str:
     body = inert_report(with_pages(mark_unverified(result.answer, result.citations), result.citations))
     checked = sum(1 for c in result.citations if c.verified)
@@ -234,9 +256,7 @@ def final_content(result: QueryResult, late_degradations: list[str]) -> str:
     footer.append(coverage_line(result))
     footer += [f"⚠️ {message}" for message in late_degradations]
     timing = f"首字 {result.timings.get('ttft', 0):.1f} 秒 · 总计 {result.timings.get('total', 0):.1f} 秒"
-    footer.append(
-        timing + (" · 缓存" if result.cached else "") + (" · 离线演示模式" if result.mode == "offline" else "")
-    )
+    footer.append(timing + (" · 缓存" if result.cached else ""))  # the mode is said once per chat, not per answer
     return body.rstrip() + "\n\n---\n" + "  \n".join(footer)
 
 
@@ -260,3 +280,18 @@ def source_elements(citations: list[Citation], chunks: dict[str, Chunk]) -> list
         content = source_markdown(citation, chunks.get(citation.chunk_id or ""))
         elements.append(cl.Text(name=f"【{citation.number}】", content=content, display="side"))
     return elements
+
+
+def notices_in(thread: dict) -> set[str]:
+    """The once-per-chat notices a resumed thread has already shown (so reopening it does not repeat them)."""
+    shown = set()
+    for step in thread.get("steps", []):
+        metadata = step.get("metadata") or {}
+        if isinstance(metadata, str):
+            try:
+                metadata = json.loads(metadata)
+            except ValueError:
+                metadata = {}
+        if isinstance(metadata, dict) and metadata.get("clincite_notice"):
+            shown.add(str(metadata["clincite_notice"]))
+    return shown

@@ -1,5 +1,6 @@
-"""The app's own HTTP routes: /metrics and /metrics.json (login required), stored source passages (owner only),
-and owner-checked replacements for Chainlit's /feedback and /login."""
+"""The app's own HTTP routes: stored source passages (owner only), the passage page and originals (login), who is
+logged in (/clincite/me, for the chat's admin link), owner-checked replacements for Chainlit's /feedback and /login,
+and the admin area (clincite/web/admin: /admin/…, /metrics, /metrics.json — admins only)."""
 
 from __future__ import annotations
 
@@ -31,15 +32,18 @@ from fastapi.responses import (
 
 from clincite.kb.catalogue import Catalogue
 from clincite.web import state
+from clincite.web.admin.guard import viewer_of
+from clincite.web.admin.layout import STATIC_ROUTE, static_file
+from clincite.web.admin.routes import router as admin_router
 from clincite.web.auth import login_route
 from clincite.web.datalayer import FILES_ROUTE, ClinCiteDataLayer, DatabaseStorageClient
-from clincite.web.looplag import summary as loop_lag
-from clincite.web.metrics import compute_metrics, render_page, system_status
 from clincite.web.sources import (
     AVATAR,
     ORIGINAL_ROUTE,
     PASSAGE_ROUTE,
+    VIEW_ROUTE,
     original_document,
+    render_document_view,
     render_passage_page,
 )
 
@@ -70,16 +74,15 @@ def metrics_layer() -> ClinCiteDataLayer:
     return layer
 
 
-async def metrics_json(request: Request) -> Response:
-    if request_user(request) is None:
+async def me(request: Request) -> Response:
+    """Who is logged in and whether they are an admin: the chat shows the admin link only to admins."""
+    viewer = viewer_of(request)
+    if viewer is None:
         return JSONResponse({"error": "需要登录 (login required)"}, status_code=401)
-    return JSONResponse({**await compute_metrics(metrics_layer(), system_status()), "event_loop_lag": loop_lag()})
-
-
-async def metrics_page(request: Request) -> Response:
-    if request_user(request) is None:
-        return RedirectResponse("/login", status_code=303)
-    return HTMLResponse(render_page(await compute_metrics(metrics_layer(), system_status())))
+    return JSONResponse(
+        {"identifier": viewer.identifier, "role": viewer.role, "admin": viewer.is_admin},
+        headers={"Cache-Control": "no-store"},
+    )
 
 
 def owned_file(root: Path, owner_folder: str, object_key: str) -> Path | None:
@@ -166,9 +169,22 @@ async def passage_page(chunk_id: str, request: Request) -> Response:
     """A passage in its document: the neighbouring passages before and after it, one click from the side panel."""
     if request_user(request) is None:
         return RedirectResponse("/login", status_code=303)
-    page = render_passage_page(kb_catalogue(), chunk_id, request.query_params.get("quote", ""))
+    quote = request.query_params.get("quote", "")
+    page = await asyncio.to_thread(render_passage_page, kb_catalogue(), chunk_id, quote)  # catalogue reads
     if page is None:
         return HTMLResponse("<p>片段不存在（知识库可能已更新）。</p>", status_code=404)
+    return HTMLResponse(
+        page, headers={"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'"}
+    )
+
+
+async def document_view(chunk_id: str, request: Request) -> Response:
+    """ "打开原文" of a Markdown or text document: rendered as a page, scrolled to the passage (#passage)."""
+    if request_user(request) is None:
+        return RedirectResponse("/login", status_code=303)
+    page = await asyncio.to_thread(render_document_view, kb_catalogue(), chunk_id)  # file and catalogue reads
+    if page is None:
+        return HTMLResponse("<p>无法显示这个文档（知识库可能已更新）。</p>", status_code=404)
     return HTMLResponse(
         page, headers={"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'"}
     )
@@ -196,20 +212,25 @@ async def avatar(avatar_id: str) -> Response:
     return FileResponse(AVATAR, media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})
 
 
-def add_routes_before_the_spa() -> None:
+ME_ROUTE = "/clincite/me"
+
+
+def add_routes_before_the_spa(app=fastapi_app) -> None:
     """Chainlit's catch-all GET route (the single-page app) would shadow routes added after it."""
-    before = len(fastapi_app.router.routes)
-    fastapi_app.add_api_route("/metrics.json", metrics_json, methods=["GET"])
-    fastapi_app.add_api_route("/metrics", metrics_page, methods=["GET"])
-    fastapi_app.add_api_route(FILES_ROUTE + "/{object_key:path}", stored_file, methods=["GET"])
-    fastapi_app.add_api_route(ORIGINAL_ROUTE + "/{source:path}", original_file, methods=["GET"])
-    fastapi_app.add_api_route(PASSAGE_ROUTE + "/{chunk_id}", passage_page, methods=["GET"])
-    fastapi_app.add_api_route("/avatars/{avatar_id}", avatar, methods=["GET"])
-    fastapi_app.add_api_route(HEALTH_ROUTE, worker_health, methods=["GET"])
+    before = len(app.router.routes)
+    app.include_router(admin_router)  # /admin/…, /metrics, /metrics.json: admins only (one guard on the router)
+    app.add_api_route(ME_ROUTE, me, methods=["GET"])
+    app.add_api_route(STATIC_ROUTE + "/{name}", static_file, methods=["GET"])
+    app.add_api_route(FILES_ROUTE + "/{object_key:path}", stored_file, methods=["GET"])
+    app.add_api_route(ORIGINAL_ROUTE + "/{source:path}", original_file, methods=["GET"])
+    app.add_api_route(PASSAGE_ROUTE + "/{chunk_id}", passage_page, methods=["GET"])
+    app.add_api_route(VIEW_ROUTE + "/{chunk_id}", document_view, methods=["GET"])
+    app.add_api_route("/avatars/{avatar_id}", avatar, methods=["GET"])
+    app.add_api_route(HEALTH_ROUTE, worker_health, methods=["GET"])
     # Same paths as Chainlit's own routes: placed first, these answer instead (owner checks, login throttle).
-    fastapi_app.add_api_route("/feedback", put_feedback, methods=["PUT"])
-    fastapi_app.add_api_route("/feedback", delete_feedback, methods=["DELETE"])
-    fastapi_app.add_api_route("/login", login_route, methods=["POST"])
-    ours = fastapi_app.router.routes[before:]
-    del fastapi_app.router.routes[before:]
-    fastapi_app.router.routes[0:0] = ours
+    app.add_api_route("/feedback", put_feedback, methods=["PUT"])
+    app.add_api_route("/feedback", delete_feedback, methods=["DELETE"])
+    app.add_api_route("/login", login_route, methods=["POST"])
+    ours = app.router.routes[before:]
+    del app.router.routes[before:]
+    app.router.routes[0:0] = ours

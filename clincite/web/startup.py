@@ -18,7 +18,7 @@ from clincite.web.datalayer import ensure_schema
 from clincite.web.looplag import start_probe
 from clincite.web.routes import add_routes_before_the_spa
 from clincite.web.state import AppContext
-from clincite.web.translations import write_translations
+from clincite.web.translations import install_stop_message, write_translations
 
 log = logging.getLogger("clincite.app")
 
@@ -40,6 +40,7 @@ async def start_app(app: AppContext) -> None:
     start_probe()  # event-loop lag for /metrics.json (and CLINCITE_LOOP_LAG_FILE, bench/load_test.py)
     add_routes_before_the_spa()
     write_translations(offline=app.settings.offline)  # 用户名 login, an honest line under the composer
+    install_stop_message()  # Chainlit's "Task manually stopped." in Chinese
     add_login_messages()
     add_shared_store_message()  # with REDIS_URL: a Redis outage answers logins with a clear message
     watcher = asyncio.create_task(watch_accounts(app.users))  # accounts removed or reset with the CLI
@@ -49,6 +50,7 @@ async def start_app(app: AppContext) -> None:
     )
     app.background.add(listener)  # other workers' logouts and new KB versions, at once (with REDIS_URL)
     await ensure_schema(app.settings.db_url)
+    warn_without_admin(app)
     await replay_unsaved_feedback(app)
     await ingest_sample_kb_if_empty(app)
     task = asyncio.create_task(warm_up(app))
@@ -63,6 +65,16 @@ def kb_message(app: AppContext):
         await asyncio.to_thread(app.service.searcher.refresh, False)
 
     return handle
+
+
+def warn_without_admin(app: AppContext) -> None:
+    """Accounts made before roles existed are clinicians: say how to name an admin (the pages need one)."""
+    accounts = app.users.accounts()
+    if accounts and not any(account.is_admin for account in accounts):
+        log.warning(
+            "No admin account: nobody can open /admin or /metrics. Name one with "
+            "`python -m clincite.users role NAME admin` (their sessions end; they log in again)."
+        )
 
 
 async def stop_app(app: AppContext) -> None:
@@ -84,7 +96,8 @@ async def ingest_sample_kb_if_empty(app: AppContext) -> None:
     (Chroma writes hold the GIL for seconds; in this process they would stall every open chat.)
     """
     kb, sample = app.service.kb, app.settings.sample_kb_dir
-    if kb.catalogue.document_count() or not sample.exists():
+    # A KB that has had documents (version > 0) is not a first run, even when its admins deleted every document.
+    if kb.catalogue.document_count() or kb.catalogue.version or not sample.exists():
         return
     if kb.catalogue.shared and (kb.dir / CATALOGUE_FILE).exists():  # moved to PostgreSQL: not a first run
         log.warning(

@@ -15,7 +15,7 @@ from chainlit.types import ThreadDict
 
 from clincite.core.settings import Settings, load_settings
 from clincite.core.shapes import ChatTurn, Coverage, Degradation, QueryResult
-from clincite.question.service import OFFLINE_BANNER, TwoStageQueryService
+from clincite.question.service import TwoStageQueryService
 from clincite.users.store import UserStore, check_login
 from clincite.web.auth import bind as bind_accounts
 from clincite.web.auth import current_generation, off_the_loop
@@ -45,22 +45,17 @@ class AppContext:
 
     async def login(self, username: str, password: str) -> cl.User | None:
         # bcrypt costs ~0.25 s of CPU: off the event loop, so a login never stalls the other clinicians.
-        display_name = await off_the_loop(check_login, self.settings, self.users, username, password)
-        if not display_name:
+        account = await off_the_loop(check_login, self.settings, self.users, username, password)
+        if account is None:
             return None
-        # The cookie remembers the account's session generation: logout or removal makes it worthless (web/auth.py).
+        # The cookie remembers the account's session generation: logout, a role change or removal makes it
+        # worthless (web/auth.py), so the role it carries is the account's role for as long as it is accepted.
         generation = current_generation(self.settings, self.users, username) or 0
         return cl.User(
-            identifier=username, display_name=display_name, metadata={"role": "clinician", "generation": generation}
+            identifier=username,
+            display_name=account.display_name,
+            metadata={"role": account.role, "generation": generation},
         )
-
-    def mode_notices(self) -> list[str]:
-        notices = []
-        if self.service.mode == "offline":
-            notices.append(OFFLINE_BANNER)
-        # The embedding model's state is not a start-of-chat toast (it would pop up on every page load): the first
-        # question shows one short line, and the details are in the log and on /metrics.
-        return notices
 
     def history_of(self, thread: ThreadDict) -> list[ChatTurn]:
         history = []

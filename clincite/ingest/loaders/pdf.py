@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clincite.ingest.loaders.base import DocumentBuilder, LoadedDocument, SkipFile, clean_line, ordinal_heading_level
+from clincite.ingest.progress import report_pages
 
 SENTENCE_END = tuple("。！？；!?;：:")
 MARGIN = 0.1  # top/bottom share of the page where running headers and footers live
@@ -73,7 +74,10 @@ def load_pdf(path: Path) -> LoadedDocument:
             raise SkipFile("PDF 已加密，需要密码才能读取 (encrypted PDF)")
         outline = _outline(reader)
         with pdfplumber.open(str(path)) as pdf:  # pdfplumber: characters with positions and sizes, ruled tables
-            pages = [_read_page(page, number) for number, page in enumerate(pdf.pages, 1)]
+            pages = []
+            for number, page in enumerate(pdf.pages, 1):
+                pages.append(_read_page(page, number))
+                report_pages(number, len(pdf.pages))  # a long PDF's page counter (clincite/ingest/progress.py)
             heights = [float(page.height) for page in pdf.pages]
             meta_title = clean_line(str((pdf.metadata or {}).get("Title") or ""))
     except SkipFile:
