@@ -43,6 +43,8 @@ OWNERS = {
 SHORT_FOLLOW_UP = 12  # characters: a question this short without a subject of its own continues the last one
 _PUNCT = re.compile(r"^[\W_]+$")
 _ASKS_NUMBER = re.compile(r"^(?:多少|多久|多长|几[个次天日周月年岁级针点度])")
+# "什么是X / X是什么 / X到底是什么东西 / X是啥": what X is, when nothing else is asked (定义, a free aspect: a boost)
+_WHAT_IS = re.compile(r"^什么是|是(?:什么|啥)(?:东西|意思|病)?$")
 _NUMBER_SPLIT = re.compile(r"(\d+(?:\.\d+)?\s*[%％]?)")
 _LETTER_TAIL = re.compile(r"^[A-Z]\d?$")  # 维生素 + D, 维生素 + B12 is not one (B12 keeps its own token)
 
@@ -131,6 +133,8 @@ def analyse(question: str, previous: list[str] | None = None, lexicon: Lexicon |
     ask = Ask(question=question, resolved=text)
     marker = _classify(ask, tokens, lex)
     ask.quantity = lex.quantity_asked(text) or ask.quantity
+    if not ask.aspects and not ask.quantity and _WHAT_IS.search(text) and "定义" in lex.aspects:
+        ask.aspects = ["定义"]
     if not previous:
         return ask
     own_subject = _has_specific(ask.terms, lex)
@@ -150,8 +154,9 @@ def analyse(question: str, previous: list[str] | None = None, lexicon: Lexicon |
 
 def _inherit_subject(ask: Ask, before: Ask, text: str, lex: Lexicon) -> None:
     """它/其/这种…, or no subject of its own (那副作用呢？): the previous question's subject is this one's too."""
-    # The previous subject (角膜塑形镜 of "哪些孩子不适合验配角膜塑形镜"), or both of "A和B"; not its other words.
-    named = before.subjects if before.joined else [t for t in before.subjects if t.text == before.subject]
+    # The previous subject (角膜塑形镜 of "哪些孩子不适合验配角膜塑形镜") with the words written onto it (人工晶体闪辉,
+    # 先天性白内障), or both of "A和B"; not its other words (老人的睡眠 of "…会不会影响老人的睡眠").
+    named = before.subjects if before.joined else _compound(before, before.subject)
     inherited = [Term(t.text, t.variants, t.entity, t.generic, inherited=True) for t in named]
     if not inherited:
         return
@@ -162,6 +167,42 @@ def _inherit_subject(ask: Ask, before: Ask, text: str, lex: Lexicon) -> None:
     own_ask = ask.aspects or ask.quantity or any(not t.inherited and not t.generic for t in ask.terms)
     if not own_ask:
         ask.aspects, ask.cues = list(before.aspects), list(before.cues)  # 停药后呢？ asks what the last one asked
+
+
+def _compound(ask: Ask, subject: str) -> list[Term]:
+    """The subject and the terms written onto it without a break (a gloss in brackets included): the noun phrase
+    it heads or modifies — 人工晶体 + 闪辉 (glistening), 蓝光滤过型 + 人工晶体."""
+    text = ask.resolved
+    placed = []
+    cursor = 0
+    for term in ask.terms:
+        at = text.find(term.text, cursor)
+        if at < 0:
+            continue
+        placed.append((at, at + len(term.text), term))
+        cursor = at + len(term.text)
+    index = next((i for i, (_, _, t) in enumerate(placed) if t.text == subject), None)
+    if index is None:
+        return [t for t in ask.terms if t.text == subject]
+    first = last = index
+    while first > 0 and _joined(text, placed[first - 1], placed[first]):
+        first -= 1
+    while last + 1 < len(placed) and _joined(text, placed[last], placed[last + 1]):
+        last += 1
+    return [t for _, _, t in placed[first : last + 1] if not t.generic]
+
+
+def _joined(text: str, left, right) -> bool:
+    gap = text[left[1] : right[0]]
+    return gap.strip(" （(") == "" and _nominal(left[2]) and _nominal(right[2])
+
+
+def _nominal(term: Term) -> bool:
+    """A term that can be part of a noun phrase: a domain term, an abbreviation, a noun (验配 in 验配角膜塑形镜 is
+    the verb before its object)."""
+    if term.generic:
+        return False
+    return term.entity or term.text.isascii() or get_tokenizer().is_noun(term.text)
 
 
 def _short(text: str) -> bool:

@@ -47,6 +47,7 @@ OPENING_SENTENCES = (
     3  # a section's opening (its heading line, then two sentences) read for what its later passages are about …
 )
 OPENING_CHARS = 200  # … up to this many characters
+FOREIGN_SHARE = 0.3  # a unit with fewer Chinese characters than this among its letters is in another language
 LABEL_CHARS = 20  # a sentence shorter than this without an ending is a heading or a label
 RUN_CHARS = 260  # a unit takes the sentences that carry on its answer along, up to about this many characters
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述", "这些", "但", "而")
@@ -390,8 +391,15 @@ def _unit_score(
         score -= 0.35
     if unit.kind == "sentence" and len(stripped) < LABEL_CHARS and stripped[-1] not in "。！!.；;）)”":
         score -= 0.25  # a short line without an ending: a heading or a label the loader could not mark
+    if _cjk_share(text) < FOREIGN_SHARE <= _cjk_share(ask.question):
+        score -= 0.2  # a Chinese question is answered in Chinese where the text says it both ways (a quote, then 译文)
     named = next((a for a in part.aspects if a in in_unit | over), "")
     return score, named, bool(over)
+
+
+def _cjk_share(text: str) -> float:
+    letters = [c for c in text if c.isalpha()]
+    return sum(1 for c in letters if "\u4e00" <= c <= "\u9fff") / len(letters) if letters else 0.0
 
 
 def _heading_aspects(path: list[str], lex: Lexicon) -> set[str]:
