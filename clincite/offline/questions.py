@@ -44,7 +44,7 @@ SHORT_FOLLOW_UP = 12  # characters: a question this short without a subject of i
 _PUNCT = re.compile(r"^[\W_]+$")
 _ASKS_NUMBER = re.compile(r"^(?:多少|多久|多长|几[个次天日周月年岁级针点度])")
 # "什么是X / X是什么 / X到底是什么东西 / X是啥": what X is, when nothing else is asked (定义, a free aspect: a boost)
-_WHAT_IS = re.compile(r"^什么是|是(?:什么|啥)(?:东西|意思|病)?$")
+_WHAT_IS = re.compile(r"^什么是|^[^哪几最]*是(?:什么|啥)(?:东西|意思|病)?$")
 _NUMBER_SPLIT = re.compile(r"(\d+(?:\.\d+)?\s*[%％]?)")
 _LETTER_TAIL = re.compile(r"^[A-Z]\d?$")  # 维生素 + D, 维生素 + B12 is not one (B12 keeps its own token)
 
@@ -56,6 +56,7 @@ class Term:
     entity: bool = False  # a domain term of the lexicon
     generic: bool = False  # never identifies a topic on its own (孩子, 方法): weighed low
     inherited: bool = False  # the previous question's subject, for a follow-up
+    modifier: bool = False  # "X的Y": X says whose Y is asked (手术显微镜的脚踏), Y is what is asked about
 
 
 @dataclass
@@ -133,6 +134,7 @@ def analyse(question: str, previous: list[str] | None = None, lexicon: Lexicon |
     ask = Ask(question=question, resolved=text)
     marker = _classify(ask, tokens, lex)
     ask.quantity = lex.quantity_asked(text) or ask.quantity
+    _mark_modifiers(ask)
     if not ask.aspects and not ask.quantity and _WHAT_IS.search(text) and "定义" in lex.aspects:
         ask.aspects = ["定义"]
     if not previous:
@@ -167,6 +169,13 @@ def _inherit_subject(ask: Ask, before: Ask, text: str, lex: Lexicon) -> None:
     own_ask = ask.aspects or ask.quantity or any(not t.inherited and not t.generic for t in ask.terms)
     if not own_ask:
         ask.aspects, ask.cues = list(before.aspects), list(before.cues)  # 停药后呢？ asks what the last one asked
+
+
+def _mark_modifiers(ask: Ask) -> None:
+    """Terms followed by 的 and another term of the question: "手术显微镜的脚踏" asks about a 脚踏."""
+    for left, right in zip(ask.terms, ask.terms[1:]):
+        if f"{left.text}的{right.text}" in ask.resolved and not right.generic:
+            left.modifier = True
 
 
 def _compound(ask: Ask, subject: str) -> list[Term]:

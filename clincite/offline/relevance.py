@@ -36,6 +36,7 @@ DECIDING_RARITY = 11.0  # general-Chinese rarity (Tokenizer.general_rarity) from
 UNSEEN_DECIDING_RARITY = 9.5  # … or, for a word this library never uses (品牌 in a library without brands), this
 DECISIVE_SHARE = 0.6  # a term weighing this share of the heaviest one is decisive: some passage must contain it
 PARTIAL_MATCH = 0.5  # a term matched only by one of its sub-words (红光 for 红光治疗)
+COVER_SHARE = 0.8  # an unseen word counts by the KB's words inside it when they make up this share of it
 UNSEEN_CAP = 2.0  # an unseen word weighs at most this many times the question's heaviest known term
 GENERIC_WEIGHT = 0.3  # 孩子、方法 … weigh this share of their idf
 COMMON_RARITY = 7.5  # general-Chinese rarity (Tokenizer.general_rarity) at or below which a word is everyday
@@ -216,6 +217,8 @@ def _known_pieces(terms: list[Term], stats: TermStats, tokenizer) -> list[Term]:
             out.append(term)
             continue
         pieces = tokenizer.dictionary_words(term.text)
+        if len(pieces) == 1:  # one dictionary word the KB never uses (手术显微镜): the words of it the KB uses
+            pieces = _known_cover(term.text, stats) or pieces
         if len(pieces) == 1:
             out.append(term)
             continue
@@ -226,6 +229,23 @@ def _known_pieces(terms: list[Term], stats: TermStats, tokenizer) -> list[Term]:
                     Term(piece, lex.variants(piece), entity=piece.lower() in lex.entities, inherited=term.inherited)
                 )
     return out
+
+
+def _known_cover(word: str, stats: TermStats) -> list[str]:
+    """The longest words of two characters or more the KB uses, left to right, that make up most of `word`: the
+    asker's 手术显微镜 is the library's 手术 + 显微镜. [] when they cover too little of it."""
+    pieces, i, covered = [], 0, 0
+    while i < len(word):
+        found = next(
+            (word[i:j] for j in range(len(word), i + 1, -1) if stats.document_frequency(word[i:j].lower())), None
+        )
+        if found:
+            pieces.append(found)
+            covered += len(found)
+            i += len(found)
+        else:
+            i += 1
+    return pieces if len(pieces) >= 2 and covered >= COVER_SHARE * len(word) else []
 
 
 def _specificity(rarity: float) -> float:
@@ -282,7 +302,7 @@ def _passage(
     if coverage < COVERAGE_FLOOR or not _covers_decisive(decisive, scope, headings):
         return None
     subjects = [w for w in terms if w.term in (part.subjects or ask.subjects)] or terms
-    about = any(match(w, f"{headings} {opening.lower()}") == 1.0 for w in subjects)
+    about = any(match(w, headings) == 1.0 for w in subjects)  # not by the opening: it names what the section lists
     best = None
     for unit, path in _units(hit):
         scored = _unit_score(ask, part, hit, unit, path, terms, lex, opening)
@@ -293,7 +313,7 @@ def _passage(
     unit_score, aspect_named, by_heading, unit, path = best
     if part.aspects and not set(part.aspects) & lex.free_aspects and not aspect_named:
         return None  # the aspect asked (禁忌证) is named over or in the passage, or the passage does not answer it
-    if ask.quantity and not _answers_number(ask, f"{hit.title} {' '.join(path)} {unit.text(hit.text)}", decisive, lex):
+    if ask.quantity and not _answers_number(ask, unit.text(hit.text), _about(hit, unit, path, opening), decisive, lex):
         return None  # "多久 / 多少钱" is answered by a number of that kind about what was asked
     units = _units(hit)
     text = _with_context(hit.text, unit, units, terms)
@@ -321,7 +341,17 @@ def _may_decide(weighted: Weighted) -> bool:
 
 
 def _covers_decisive(decisive: list[Weighted], scope: str, headings: str = "") -> bool:
-    return all(_matched(w, scope, headings) == 1.0 for w in decisive)
+    return all(_matched(w, scope, headings) == 1.0 or _head_matched(w, scope) for w in decisive)
+
+
+def _head_matched(weighted: Weighted, text: str) -> bool:
+    """A modifier ("手术显微镜" of "手术显微镜的脚踏") is matched by its head word (显微镜): what it narrows down is
+    the thing asked about, which must be there itself."""
+    if not weighted.term.modifier:
+        return False
+    word = weighted.term.text.lower()
+    heads = [t for t in weighted.tokens if word.endswith(t) and len(t) >= 2]
+    return any(_occurs(head, text) for head in heads)
 
 
 def _broader_in(weighted: Weighted, headings: str) -> bool:
@@ -418,9 +448,18 @@ def _heading_aspects(path: list[str], lex: Lexicon) -> set[str]:
     return set()
 
 
-def _answers_number(ask: Ask, text: str, decisive: list[Weighted], lex: Lexicon) -> bool:
-    """The unit gives a number of the kind asked (2至3周 for 多久, 0.5 mg for 剂量) and names what was asked."""
-    lowered = text.lower()
+def _about(hit: Hit, unit: Unit, path: list[str], opening: str) -> str:
+    """What a unit is about: its title and headings, and its section up to it (the lead-in "目镜上两个镜筒可以分别调整
+    屈光度" of the item "例如200度近视, 就应当放在-2")."""
+    segment = next((s for s in hit.segments if s.start <= unit.start < s.end), None)
+    start = segment.start if segment else 0
+    return " ".join([hit.title, *path, opening, hit.text[start : unit.end]])
+
+
+def _answers_number(ask: Ask, text: str, about: str, decisive: list[Weighted], lex: Lexicon) -> bool:
+    """The unit gives a number of the kind asked (2至3周 for 多久, 0.5 mg for 剂量), in a section that names what was
+    asked (`about`)."""
+    lowered = about.lower()
     if decisive and not all(match(w, lowered) == 1.0 for w in decisive):
         return False
     units = lex.quantities.get(ask.quantity, (None, None))[1]
@@ -447,7 +486,7 @@ def _with_context(
     """The unit as a clinician should read it: with the sentence before it in its paragraph when it opens with
     它/其/这… (the pronoun needs its antecedent), and with the sentences after it that carry on its answer — what
     "以下几点" or "包括" announces, an enumerated or connected next sentence, or one that speaks of what was asked —
-    within its section, up to RUN_CHARS. Verbatim: one slice of the passage."""
+    within its section, up to RUN_CHARS; a section that short is read whole. Verbatim: one slice of the passage."""
     index = next(i for i, (u, _) in enumerate(units) if u == unit)
     path = units[index][1]
     start, end = unit.start, unit.end
@@ -457,6 +496,9 @@ def _with_context(
         same_paragraph = "\n\n" not in text[previous.end : unit.start]  # a new paragraph refers to its section
         if previous.kind == "sentence" and same_paragraph and end - previous.start <= RUN_CHARS:
             start = previous.start
+    section = [u for u, p in units if p == path and u.kind != "heading"]
+    if forward and len(section) > 1 and section[-1].end - section[0].start <= RUN_CHARS and path:
+        return text[min(start, section[0].start) : section[-1].end]  # a short section is read whole
     for following, following_path in units[index + 1 :] if forward else []:
         if following.kind in ("heading", "header") or following_path != path or following.end - start > RUN_CHARS:
             break
