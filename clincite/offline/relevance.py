@@ -56,6 +56,7 @@ ANNOUNCES = ("以下", "如下", "下列", "包括", "分为", "有几点", "几
 CARRY_ON = ("另外", "此外", "同时", "并且", "而且", "其中", "因此", "所以", "但", "①", "②", "③", "1.", "2.", "3.")
 _NUMBER_GAP = r"[\d.,，～~至到\-–—一二三四五六七八九十两半百千万个多余左右约\s]{0,8}?"  # 1至3个、两三
 _NUMBER = re.compile(r"^[\d.%％]+$")
+_ELABORATES = re.compile(r"^(?:例如|比如|譬如|诸如|包括|如(?![果何此今同下若期]))")  # a sentence of examples
 _DIGIT = re.compile(r"\d|[一二三四五六七八九十两半]+\s*(?:个|次|天|日|周|月|年|岁|小时|分钟|滴|mg|%)")
 _DEFINES = "是指|指的是|称为|是一种|即|是"
 
@@ -499,11 +500,16 @@ def _with_context(
     section = [u for u, p in units if p == path and u.kind != "heading"]
     if forward and len(section) > 1 and section[-1].end - section[0].start <= RUN_CHARS and path:
         return text[min(start, section[0].start) : section[-1].end]  # a short section is read whole
-    for following, following_path in units[index + 1 :] if forward else []:
+    for following, following_path in units[index + 1 :]:
         if following.kind in ("heading", "header") or following_path != path or following.end - start > RUN_CHARS:
             break
         current = text[start:end]
         nxt = following.text(text)
+        if _ELABORATES.match(nxt):  # "排除禁忌症。" + "如眼周化脓性病灶；圆锥角膜…": the examples are the answer
+            end = following.end
+            continue
+        if not forward:
+            break
         announces = current.rstrip().endswith(("：", ":")) or any(w in current for w in ANNOUNCES)
         carries_on = nxt.startswith(CARRY_ON) or any(match(w, nxt.lower()) == 1.0 for w in terms if w.weight)
         if not (announces or carries_on):

@@ -100,12 +100,19 @@ def _tldr(items: list[Item]) -> str:
         if item.analysis.sub_query.id in seen:
             continue
         seen.add(item.analysis.sub_query.id)
-        lead = item.basis.lead or key_unit(item.extract.text, item.analysis.sub_query.text)
+        lead = _lead(item)
         if lead:
             parts.append(f"{one_line(lead)}【{item.number}】")
         if len(parts) == TLDR_PARTS:
             break
     return "".join(parts)
+
+
+def _lead(item: Item) -> str:
+    """The offline judge's answering unit (its whole extract when that is the unit); else the key unit."""
+    if item.extract.basis is not None:
+        return item.extract.basis.lead or item.extract.text
+    return key_unit(item.extract.text, item.analysis.sub_query.text)
 
 
 def _conclusion(items: list[Item]) -> list[str]:
