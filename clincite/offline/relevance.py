@@ -48,6 +48,7 @@ OPENING_SENTENCES = (
     3  # a section's opening (its heading line, then two sentences) read for what its later passages are about …
 )
 OPENING_CHARS = 200  # … up to this many characters
+ECHO_WEIGHT = 0.3  # how much an extract's restating the question's own words counts
 FOREIGN_SHARE = 0.3  # a unit with fewer Chinese characters than this among its letters is in another language
 LABEL_CHARS = 20  # a sentence shorter than this without an ending is a heading or a label
 RUN_CHARS = 260  # a unit takes the sentences that carry on its answer along, up to about this many characters
@@ -56,6 +57,9 @@ ANNOUNCES = ("以下", "如下", "下列", "包括", "分为", "有几点", "几
 CARRY_ON = ("另外", "此外", "同时", "并且", "而且", "其中", "因此", "所以", "但", "①", "②", "③", "1.", "2.", "3.")
 _NUMBER_GAP = r"[\d.,，～~至到\-–—一二三四五六七八九十两半百千万个多余左右约\s]{0,8}?"  # 1至3个、两三
 _NUMBER = re.compile(r"^[\d.%％]+$")
+_ENUMERATED = re.compile(
+    r"^\s*(?:[\u2460-\u2473]|\d{1,2}\s*[.、．)）]|[（(]\d{1,2}[）)]|[一二三四五六七八九十]{1,2}[、.．])"
+)
 _ELABORATES = re.compile(r"^(?:例如|比如|譬如|诸如|包括|如(?![果何此今同下若期]))")  # a sentence of examples
 _DIGIT = re.compile(r"\d|[一二三四五六七八九十两半]+\s*(?:个|次|天|日|周|月|年|岁|小时|分钟|滴|mg|%)")
 _DEFINES = "是指|指的是|称为|是一种|即|是"
@@ -320,7 +324,9 @@ def _passage(
     text = _with_context(hit.text, unit, units, terms)
     lead = _with_context(hit.text, unit, units, [], forward=False)
     matched = [w.term.text for w in decisive if match(w, scope) == 1.0]
-    score = 0.3 * coverage + 0.45 * unit_score + 0.1 * about + 0.05 * by_heading
+    score = (
+        0.3 * coverage + 0.45 * unit_score + 0.1 * about + 0.05 * by_heading + ECHO_WEIGHT * _echo(ask.resolved, text)
+    )
     return Evidence(
         hit, text, path, aspect_named or "", score, by_heading, matched, unit.kind, about, lead if lead != text else ""
     )
@@ -428,6 +434,18 @@ def _unit_score(
     return score, named, bool(over)
 
 
+def _echo(question: str, text: str) -> float:
+    """The share of the question's character pairs the text repeats: how a text that answers "出现哪些情况提示可能
+    已经得了青光眼" often restates it ("出现以下情况时，你可能已患上了青光眼"), function words and all."""
+    wanted = _pairs(question)
+    return len(wanted & _pairs(text)) / len(wanted) if wanted else 0.0
+
+
+def _pairs(text: str) -> set[str]:
+    chars = [c for c in text.lower() if c.isalnum()]
+    return {a + b for a, b in zip(chars, chars[1:])}
+
+
 def _cjk_share(text: str) -> float:
     letters = [c for c in text if c.isalpha()]
     return sum(1 for c in letters if "\u4e00" <= c <= "\u9fff") / len(letters) if letters else 0.0
@@ -505,12 +523,13 @@ def _with_context(
             break
         current = text[start:end]
         nxt = following.text(text)
-        if _ELABORATES.match(nxt):  # "排除禁忌症。" + "如眼周化脓性病灶；圆锥角膜…": the examples are the answer
+        announces = current.rstrip().endswith(("：", ":")) or any(w in current for w in ANNOUNCES)
+        # "排除禁忌症。" + "如眼周化脓性病灶；圆锥角膜…", "出现以下情况时…。" + "①…；②…": what follows is the answer
+        if _ELABORATES.match(nxt) or (announces and _ENUMERATED.match(nxt)):
             end = following.end
             continue
         if not forward:
             break
-        announces = current.rstrip().endswith(("：", ":")) or any(w in current for w in ANNOUNCES)
         carries_on = nxt.startswith(CARRY_ON) or any(match(w, nxt.lower()) == 1.0 for w in terms if w.weight)
         if not (announces or carries_on):
             break
