@@ -144,13 +144,15 @@ def analyse(question: str, previous: list[str] | None = None, lexicon: Lexicon |
     if marker == "switch" and not named:
         marker = "refer"  # 那每天要戴多久？ names no new subject: it asks on about the last one
     if _short(text) and question.strip().rstrip(TRAILING).endswith("呢"):
-        marker = marker or "refer"  # 双眼的呢？ — the last question, narrowed
+        # 双眼的呢？ — the last question, narrowed; HAL的呢？ — the last question, of a subject it names
+        marker = marker or ("switch" if named and own_subject else "refer")
     if marker == "refer" or (not own_subject and (marker or ask.aspects or _short(text))):
         before = analyse(previous[-1], previous[:-1], lex)
         _inherit_subject(ask, before, text, lex)
     elif marker == "switch" and own_subject and not ask.aspects:  # 那HAL呢？ the same question of a new subject
         before = analyse(previous[-1], previous[:-1], lex)
         ask.aspects, ask.cues, ask.follow_up = list(before.aspects), list(before.cues), True
+        ask.quantity = ask.quantity or before.quantity
     return ask
 
 
@@ -159,16 +161,20 @@ def _inherit_subject(ask: Ask, before: Ask, text: str, lex: Lexicon) -> None:
     # The previous subject (角膜塑形镜 of "哪些孩子不适合验配角膜塑形镜") with the words written onto it (人工晶体闪辉,
     # 先天性白内障), or both of "A和B"; not its other words (老人的睡眠 of "…会不会影响老人的睡眠").
     named = before.subjects if before.joined else _compound(before, before.subject)
+    own = {t.text for t in ask.terms}
+    # 双眼的呢？ after 单眼弱视…: the new word takes the place of the one it contrasts with (same kind, same ending)
+    named = [t for t in named if t.text == before.subject or not any(_contrasts(t.text, o) for o in own)]
     inherited = [Term(t.text, t.variants, t.entity, t.generic, inherited=True) for t in named]
     if not inherited:
         return
-    own = {t.text for t in ask.terms}
     ask.terms = [*[t for t in inherited if t.text not in own], *ask.terms]
     ask.follow_up = True
     ask.resolved = before.subject + _strip_markers(text, lex)
     own_ask = ask.aspects or ask.quantity or any(not t.inherited and not t.generic for t in ask.terms)
-    if not own_ask:
-        ask.aspects, ask.cues = list(before.aspects), list(before.cues)  # 停药后呢？ asks what the last one asked
+    asks_on = ask.question.strip().rstrip(TRAILING).endswith("呢") and not (ask.aspects or ask.quantity)
+    if not own_ask or asks_on:  # 停药后呢？ 双眼的呢？ ask what the last one asked
+        ask.aspects, ask.cues = list(before.aspects), list(before.cues)
+        ask.quantity = ask.quantity or before.quantity
 
 
 def _mark_modifiers(ask: Ask) -> None:
@@ -212,6 +218,10 @@ def _nominal(term: Term) -> bool:
     if term.generic:
         return False
     return term.entity or term.text.isascii() or get_tokenizer().is_noun(term.text)
+
+
+def _contrasts(inherited: str, own: str) -> bool:
+    return inherited != own and len(inherited) == len(own) and inherited[-1] == own[-1] and not own.isascii()
 
 
 def _short(text: str) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Protocol
 
 from clincite.core.shapes import Hit
@@ -304,8 +305,8 @@ def _passage(
     headings = " ".join([hit.title, *hit.heading_path, *(p for s in hit.segments for p in s.path)]).lower()
     scope = f"{headings} {opening.lower()} {hit.text.lower()}"
     coverage = _coverage(terms, scope, headings)
-    if coverage < COVERAGE_FLOOR or not _covers_decisive(decisive, scope, headings):
-        return None
+    if coverage < COVERAGE_FLOOR or not _covers_decisive(decisive + _named_subjects(ask, part, terms), scope, headings):
+        return None  # too little of the question, or not what it is decisively about (its rare terms, its subject)
     subjects = [w for w in terms if w.term in (part.subjects or ask.subjects)] or terms
     about = any(match(w, headings) == 1.0 for w in subjects)  # not by the opening: it names what the section lists
     best = None
@@ -316,6 +317,9 @@ def _passage(
     if best is None:
         return None
     unit_score, aspect_named, by_heading, unit, path = best
+    section = _section_scope(hit, path, opening)
+    if not _covers_decisive(decisive + _named_subjects(ask, part, terms), section, headings):
+        return None  # what decides is named in another section of the passage, not in the one that would answer
     if part.aspects and not set(part.aspects) & lex.free_aspects and not aspect_named:
         return None  # the aspect asked (禁忌证) is named over or in the passage, or the passage does not answer it
     if ask.quantity and not _answers_number(ask, unit.text(hit.text), _about(hit, unit, path, opening), decisive, lex):
@@ -349,6 +353,21 @@ def _may_decide(weighted: Weighted) -> bool:
 
 def _covers_decisive(decisive: list[Weighted], scope: str, headings: str = "") -> bool:
     return all(_matched(w, scope, headings) == 1.0 or _head_matched(w, scope) for w in decisive)
+
+
+def _section_scope(hit: Hit, path: list[str], opening: str) -> str:
+    """The title, headings and text of the section a unit stands in (within this passage), with the section's
+    opening when the passage carries it on."""
+    units = [u.text(hit.text) for u, p in _units(hit) if p == path]
+    carried_on = opening if path == list(hit.heading_path) else ""
+    return " ".join([hit.title, *path, carried_on, *units]).lower()
+
+
+def _named_subjects(ask: Ask, part: Part, terms: list[Weighted]) -> list[Weighted]:
+    """The domain term the question is about (离焦镜片 of "离焦镜片可以做成太阳镜吗"): in a library about it, it is
+    too common to be decisive, yet a passage that never names it answers something else."""
+    names = {t.text for t in part.subjects} if part.subjects else {ask.subject}
+    return [w for w in terms if w.term.text in names and w.term.entity]
 
 
 def _head_matched(weighted: Weighted, text: str) -> bool:
@@ -443,7 +462,7 @@ def _echo(question: str, text: str) -> float:
 
 def _pairs(text: str) -> set[str]:
     chars = [c for c in text.lower() if c.isalnum()]
-    return {a + b for a, b in zip(chars, chars[1:])}
+    return {a + b for a, b in pairwise(chars)}
 
 
 def _cjk_share(text: str) -> float:
