@@ -171,7 +171,11 @@ def _inherit_subject(ask: Ask, before: Ask, text: str, lex: Lexicon) -> None:
     ask.follow_up = True
     ask.resolved = before.subject + _strip_markers(text, lex)
     own_ask = ask.aspects or ask.quantity or any(not t.inherited and not t.generic for t in ask.terms)
-    asks_on = ask.question.strip().rstrip(TRAILING).endswith("呢") and not (ask.aspects or ask.quantity)
+    asks_on = (  # 双眼的呢？ narrows the last question; 万一已经伤到了呢？ asks something new
+        ask.question.strip().rstrip(TRAILING).endswith("呢")
+        and not (ask.aspects or ask.quantity)
+        and all(_nominal(t) for t in ask.terms if not t.inherited)
+    )
     if not own_ask or asks_on:  # 停药后呢？ 双眼的呢？ ask what the last one asked
         ask.aspects, ask.cues = list(before.aspects), list(before.cues)
         ask.quantity = ask.quantity or before.quantity

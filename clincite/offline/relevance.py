@@ -223,9 +223,11 @@ def _known_pieces(terms: list[Term], stats: TermStats, tokenizer) -> list[Term]:
             out.append(term)
             continue
         pieces = tokenizer.dictionary_words(term.text)
-        if len(pieces) == 1:  # one dictionary word the KB never uses (手术显微镜): the words of it the KB uses
+        if len(pieces) == 1 or all(len(p) == 1 for p in pieces):
+            # one dictionary word the KB never uses (手术显微镜), or characters jieba glued (闪辉分 of 闪辉分几级):
+            # the words of it the KB uses
             pieces = _known_cover(term.text, stats) or pieces
-        if len(pieces) == 1:
+        if pieces == [term.text]:
             out.append(term)
             continue
         lex = get_lexicon()
@@ -239,7 +241,7 @@ def _known_pieces(terms: list[Term], stats: TermStats, tokenizer) -> list[Term]:
 
 def _known_cover(word: str, stats: TermStats) -> list[str]:
     """The longest words of two characters or more the KB uses, left to right, that make up most of `word`: the
-    asker's 手术显微镜 is the library's 手术 + 显微镜. [] when they cover too little of it."""
+    asker's 手术显微镜 is the library's 手术 + 显微镜, and 闪辉分 is 闪辉. [] when they cover too little of it."""
     pieces, i, covered = [], 0, 0
     while i < len(word):
         found = next(
@@ -251,7 +253,9 @@ def _known_cover(word: str, stats: TermStats) -> list[str]:
             i += len(found)
         else:
             i += 1
-    return pieces if len(pieces) >= 2 and covered >= COVER_SHARE * len(word) else []
+    if len(pieces) >= 2 and covered >= COVER_SHARE * len(word):
+        return pieces
+    return pieces if len(pieces) == 1 and len(word) >= 3 and covered >= len(word) - 1 else []
 
 
 def _specificity(rarity: float) -> float:
