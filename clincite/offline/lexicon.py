@@ -97,7 +97,8 @@ def load_lexicon(lexicon_dir: Path = LEXICON_DIR) -> Lexicon:
         ask.update(dict.fromkeys(cues["ask"], aspect))
         passage.update(dict.fromkeys(cues["passage"], aspect))
     tokenizer = get_tokenizer()
-    entities = {t.lower() for group in tokenizer.synonyms for t in group}
+    units = {unit.lower() for q in raw["quantities"].values() for unit in q["units"]}
+    entities = {t.lower() for group in tokenizer.synonyms for t in group} - units  # mm、mg: how much, not what
     userdict = lexicon_dir / "userdict.txt"
     if userdict.exists():
         entities |= {

@@ -187,11 +187,11 @@ def _weigh(terms: list[Term], stats: TermStats) -> list[Weighted]:
     unseen = _max_idf(stats)
     weighted = []
     for term in _known_pieces(terms, stats, tokenizer):
+        # A name of several words (近视性脉络膜新生血管) is as rare as its rarest word, not as common as 近视.
         known = [
-            stats.idf(token)
+            max(idfs)
             for variant in term.variants
-            for token in _whole_or_parts(variant, tokenizer)
-            if stats.document_frequency(token)
+            if (idfs := [stats.idf(t) for t in _whole_or_parts(variant, tokenizer) if stats.document_frequency(t)])
         ]
         # The concept is as common as its most common name: min over the names the KB knows; unseen: the rarest.
         weight = min(known) if known else unseen
