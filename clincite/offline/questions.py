@@ -160,7 +160,7 @@ def _inherit_subject(ask: Ask, before: Ask, text: str, lex: Lexicon) -> None:
     """它/其/这种…, or no subject of its own (那副作用呢？): the previous question's subject is this one's too."""
     # The previous subject (角膜塑形镜 of "哪些孩子不适合验配角膜塑形镜") with the words written onto it (人工晶体闪辉,
     # 先天性白内障), or both of "A和B"; not its other words (老人的睡眠 of "…会不会影响老人的睡眠").
-    named = before.subjects if before.joined else _compound(before, before.subject)
+    named = before.subjects if before.joined else compound(before, before.subject)
     own = {t.text for t in ask.terms}
     # 双眼的呢？ after 单眼弱视…: the new word takes the place of the one it contrasts with (same kind, same ending)
     named = [t for t in named if t.text == before.subject or not any(_contrasts(t.text, o) for o in own)]
@@ -188,7 +188,7 @@ def _mark_modifiers(ask: Ask) -> None:
             left.modifier = True
 
 
-def _compound(ask: Ask, subject: str) -> list[Term]:
+def compound(ask: Ask, subject: str) -> list[Term]:
     """The subject and the terms written onto it without a break (a gloss in brackets included): the noun phrase
     it heads or modifies — 人工晶体 + 闪辉 (glistening), 蓝光滤过型 + 人工晶体."""
     text = ask.resolved

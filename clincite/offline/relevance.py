@@ -27,7 +27,7 @@ from typing import Protocol
 
 from clincite.core.shapes import Hit
 from clincite.offline.lexicon import Lexicon, get_lexicon
-from clincite.offline.questions import Ask, Term
+from clincite.offline.questions import Ask, Term, compound
 from clincite.text.tokenizer import get_tokenizer
 from clincite.text.units import Unit, sentences, split_units
 
@@ -37,6 +37,7 @@ DECIDING_RARITY = 11.0  # general-Chinese rarity (Tokenizer.general_rarity) from
 UNSEEN_DECIDING_RARITY = 9.5  # … or, for a word this library never uses (品牌 in a library without brands), this
 DECISIVE_SHARE = 0.6  # a term weighing this share of the heaviest one is decisive: some passage must contain it
 PARTIAL_MATCH = 0.5  # a term matched only by one of its sub-words (红光 for 红光治疗)
+COMPOUND_RARITY = 9.8  # general-Chinese rarity from which a word written onto the subject narrows it (手术 9.9)
 COVER_SHARE = 0.8  # an unseen word counts by the KB's words inside it when they make up this share of it
 UNSEEN_CAP = 2.0  # an unseen word weighs at most this many times the question's heaviest known term
 GENERIC_WEIGHT = 0.3  # 孩子、方法 … weigh this share of their idf
@@ -326,7 +327,7 @@ def _passage(
         return None  # what decides is named in another section of the passage, not in the one that would answer
     if part.aspects and not set(part.aspects) & lex.free_aspects and not aspect_named:
         return None  # the aspect asked (禁忌证) is named over or in the passage, or the passage does not answer it
-    if ask.quantity and not _answers_number(ask, unit.text(hit.text), _about(hit, unit, path, opening), decisive, lex):
+    if ask.quantity and not _gives_number(ask, hit, unit, path, opening, decisive, lex):
         return None  # "多久 / 多少钱" is answered by a number of that kind about what was asked
     units = _units(hit)
     text = _with_context(hit.text, unit, units, terms)
@@ -370,8 +371,20 @@ def _section_scope(hit: Hit, path: list[str], opening: str) -> str:
 def _named_subjects(ask: Ask, part: Part, terms: list[Weighted]) -> list[Weighted]:
     """The domain term the question is about (离焦镜片 of "离焦镜片可以做成太阳镜吗"): in a library about it, it is
     too common to be decisive, yet a passage that never names it answers something else."""
-    names = {t.text for t in part.subjects} if part.subjects else {ask.subject}
-    return [w for w in terms if w.term.text in names and w.term.entity]
+    if part.subjects:
+        names = {t.text for t in part.subjects if t.entity}
+    else:  # the subject with the words written onto it: 斜视手术 is not answered by a passage on 斜视 alone
+        names = {t.text for t in compound(ask, ask.subject) if _narrows(t)}
+        names |= {ask.subject} if any(t.text == ask.subject and t.entity for t in ask.terms) else set()
+    return [w for w in terms if w.term.text in names]
+
+
+def _narrows(term: Term) -> bool:
+    """A word written onto the subject that says which of it is asked (手术 of 斜视手术), not a common qualifier
+    (标准 of 标准K值) nor another subject."""
+    if term.entity or term.generic or len(term.text) < 2:
+        return False
+    return term.text.isascii() or get_tokenizer().general_rarity(term.text) >= COMPOUND_RARITY
 
 
 def _head_matched(weighted: Weighted, text: str) -> bool:
@@ -490,12 +503,20 @@ def _heading_aspects(path: list[str], lex: Lexicon) -> set[str]:
     return set()
 
 
-def _about(hit: Hit, unit: Unit, path: list[str], opening: str) -> str:
-    """What a unit is about: its title and headings, and its section up to it (the lead-in "目镜上两个镜筒可以分别调整
-    屈光度" of the item "例如200度近视, 就应当放在-2")."""
+def _gives_number(
+    ask: Ask, hit: Hit, unit: Unit, path: list[str], opening: str, decisive: list[Weighted], lex: Lexicon
+) -> bool:
+    """Some sentence of the unit gives a number of the kind asked about what was asked: the decisive terms are named
+    over it (title, headings, the section so far up to that sentence: the lead-in "目镜上两个镜筒可以分别调整屈光度"
+    of the item "例如200度近视, 就应当放在-2"), not only after it ("过几天自己就能好" in item 4 does not say how
+    long the 结膜下出血 of item 5 lasts)."""
     segment = next((s for s in hit.segments if s.start <= unit.start < s.end), None)
     start = segment.start if segment else 0
-    return " ".join([hit.title, *path, opening, hit.text[start : unit.end]])
+    for sentence_start, end in sentences(hit.text, unit.start, unit.end):
+        about = " ".join([hit.title, *path, opening, hit.text[start:end]])
+        if _answers_number(ask, hit.text[sentence_start:end], about, decisive, lex):
+            return True
+    return False
 
 
 def _answers_number(ask: Ask, text: str, about: str, decisive: list[Weighted], lex: Lexicon) -> bool:
