@@ -171,6 +171,12 @@ class HybridSearcher:
         except Exception as exc:  # a damaged folder: semantic search still works, a rerun of ingest repairs it
             log.error("BM25 index in %s cannot be loaded (%s: %s)", self.kb.bm25_dir, type(exc).__name__, exc)
             index = None
+        if index is not None and index.tokenizer != self.tokenizer.signature:
+            log.warning(
+                "The keyword index of %s was cut by another tokenizer (ClinCite was upgraded since the last ingest): "
+                "questions and passages may be cut differently until `python ingest.py <documents>` rebuilds it",
+                self.kb.dir,
+            )
         version = index.version if index is not None else (pointer or {}).get("version", -1)
         vectors = VectorStore(self.settings, self.kb.dir, self.embedder.model_name, read_only=True)
         return KBView(version=version, bm25=index, vectors=vectors)
