@@ -12,7 +12,9 @@ What a guideline PDF needs that plain text extraction loses:
 
 from __future__ import annotations
 
+import io
 import itertools
+import logging
 import re
 import statistics
 from collections import Counter
@@ -21,6 +23,9 @@ from pathlib import Path
 
 from clincite.ingest.loaders.base import DocumentBuilder, LoadedDocument, SkipFile, clean_line, ordinal_heading_level
 from clincite.ingest.progress import report_pages
+from clincite.text.tokenizer import get_tokenizer
+
+log = logging.getLogger(__name__)
 
 SENTENCE_END = tuple("。！？；!?;：:")
 MARGIN = 0.1  # top/bottom share of the page where running headers and footers live
@@ -42,6 +47,9 @@ FULL_LINE = 0.8  # a line this share of its column's width wide is running text
 HEADING_SCALE = 1.15  # a line this much larger than the body text is a heading (when there is no outline)
 CLEAR_HEADING_SCALE = 1.3  # this much larger is a heading however wide
 MAX_HEADING_CHARS = 40
+MIN_WORDLIKE_GAIN = 0.15  # pypdf's reading of a page wins when this much more of it reads as words
+MIN_WORDLIKE_CHARS = 100  # pages with fewer Chinese characters keep the positional reading
+PLAIN_LEADING = 12.0  # points between lines read pypdf's way (they have no positions of their own)
 
 
 @dataclass
@@ -73,10 +81,14 @@ def load_pdf(path: Path) -> LoadedDocument:
         if reader.is_encrypted and not reader.decrypt(""):
             raise SkipFile("PDF 已加密，需要密码才能读取 (encrypted PDF)")
         outline = _outline(reader)
-        with pdfplumber.open(str(path)) as pdf:  # pdfplumber: characters with positions and sizes, ruled tables
+        with _open_plumber(pdfplumber, path, reader) as pdf:  # characters with positions and sizes, ruled tables
             pages = []
             for number, page in enumerate(pdf.pages, 1):
-                pages.append(_read_page(page, number))
+                lines, tables = _read_page(page, number)
+                plain = _pypdf_text(reader, number)
+                if _garbled(" ".join(line.text for line in lines), plain):
+                    lines, tables = _plain_lines(plain, number), []
+                pages.append((lines, tables))
                 report_pages(number, len(pdf.pages))  # a long PDF's page counter (clincite/ingest/progress.py)
             heights = [float(page.height) for page in pdf.pages]
             meta_title = clean_line(str((pdf.metadata or {}).get("Title") or ""))
@@ -92,6 +104,62 @@ def load_pdf(path: Path) -> LoadedDocument:
     if meta_title and document.title == path.stem and not _looks_generated(meta_title):
         document.title = meta_title
     return document
+
+
+def _open_plumber(pdfplumber, path: Path, reader):
+    """pdfplumber on the file; on a copy rewritten by pypdf when pdfminer finds no pages in it. Some journal PDFs
+    have a cross-reference table pdfminer cannot follow (it sees an empty catalogue) while pypdf repairs it as it
+    reads: written back out, the same pages and text layer open everywhere."""
+    pdf = pdfplumber.open(str(path))
+    if pdf.pages or not len(reader.pages):
+        return pdf
+    pdf.close()
+    from pypdf import PdfWriter
+
+    log.info("pdfminer finds no pages in %s; reading the copy pypdf repairs", path.name)
+    repaired = io.BytesIO()
+    PdfWriter(clone_from=reader).write(repaired)
+    repaired.seek(0)
+    return pdfplumber.open(repaired)
+
+
+def _pypdf_text(reader, number: int) -> str:
+    try:
+        return reader.pages[number - 1].extract_text() or ""
+    except Exception as exc:  # pypdf's private errors on one broken page: that page keeps pdfplumber's reading
+        log.debug("pypdf cannot read page %d (%s)", number, exc)
+        return ""
+
+
+def _garbled(laid_out: str, plain: str) -> bool:
+    """pdfplumber reads characters by position; on many journal pages the glyphs of neighbouring lines or columns
+    overlap and come out interleaved ("年率给版为患） 者6 最 0%造新"). pypdf reads the content stream in drawing
+    order, which on those pages is reading order. Whichever reads as Chinese words is right: the positional reading
+    gives way when pypdf's has clearly more of its characters inside dictionary words (0.8 against 0.3)."""
+    plain_score = _wordlike(plain)
+    return plain_score is not None and plain_score - (_wordlike(laid_out) or 0.0) >= MIN_WORDLIKE_GAIN
+
+
+def _wordlike(text: str) -> float | None:
+    """The share of a text's Chinese characters that sit in words of two or more characters (jieba's dictionary,
+    no guessing); None for a page with too little Chinese to tell."""
+    words = get_tokenizer().dictionary_words(_join_cjk(text.replace("\n", "")))
+    chinese = sum(1 for word in words for c in word if "\u4e00" <= c <= "\u9fff")
+    if chinese < MIN_WORDLIKE_CHARS:
+        return None
+    in_words = sum(len(w) for w in words if len(w) >= 2 and all("\u4e00" <= c <= "\u9fff" for c in w))
+    return in_words / chinese
+
+
+def _plain_lines(text: str, number: int) -> list[Line]:
+    """pypdf's lines of a page, in order (no positions or sizes: headings come from the outline or their numbering)."""
+    lines = []
+    for index, raw in enumerate(text.splitlines()):
+        line = _join_cjk(clean_line(raw))
+        if line:
+            top = PLAIN_LEADING * index
+            lines.append(Line(line, top, top + PLAIN_LEADING - 1, 0.0, 0.0, 0.0, number))
+    return lines
 
 
 def _read_page(page, number: int) -> tuple[list[Line], list[Table]]:
@@ -342,6 +410,6 @@ def _join(lines: list[str]) -> str:
 
 def _looks_generated(title: str) -> bool:
     """Titles that tools write into PDF metadata rather than people: "Microsoft Word - x.doc", "untitled"."""
-    return bool(re.match(r"(microsoft\s+\w+\s*-|untitled|无标题|document\d*$)", title, re.I)) or bool(
+    return bool(re.match(r"(microsoft\s+\w+\s*-|untitled|无标题|标题$|title$|document\d*$)", title, re.I)) or bool(
         re.search(r"\.(docx?|pdf|wps)$", title, re.I)
     )
