@@ -6,6 +6,7 @@ The system prompts are the Chinese text files in `prompts/`; `load_prompt` reads
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 
 from clincite.core.naming import display_source
@@ -47,24 +48,59 @@ SECTION_MARKERS = (
     EVIDENCE,
     GAPS,
 )
-_SECTION = re.compile("|".join(re.escape(marker) for marker in SECTION_MARKERS))
-_FENCE_TAG = re.compile(r"<(\s*/?\s*片段)")
-_EVIDENCE_TAG = re.compile(r"\[(\s*E\s*\d+\s*)\]", re.IGNORECASE)
+# Look-alikes are found in a normalised view of the text (NFKC, case folded, without spaces and invisible format
+# characters such as zero-width spaces), so "【 证据摘录 】", "［Ｅ１］", "<​/片段>" or "﹤/片段﹥" are caught like the
+# real thing; what is replaced is the original character.
+_FENCE_IN_VIEW = re.compile(r"<(?=/?片段)")
+_EVIDENCE_IN_VIEW = re.compile(r"\[(?=e\d+\])|(?<=\[e)(\d+)\]")
+# Every lenticular bracket in data: the prompt's sections are 【…】, so none in data may open one (【系统】, 【证据】…).
+SECTION_BRACKETS = {"【": "〔", "】": "〕", "〖": "〔", "〗": "〕"}
+# On an evidence or extract line, a document's name stands in 《…》 and its words in “…”: inside data they become
+# 〈…〉 and 「…」, so a passage cannot carry a line of its own naming another document. (The citation check compares
+# them as the same characters: report/citations.normalise.)
+LINE_DELIMITERS = {"《": "〈", "》": "〉", "“": "「", "”": "」"}
 
 
-def defuse(text: str) -> str:
-    """Data text with the prompt's own markers made look-alikes: a section marker 【…】 becomes 〔…〕, a fragment tag
-    <片段…> / </片段> starts with a full-width ＜, an evidence label [E3] becomes ［E3］. The model still reads the
-    words; the text can no longer open a section, close its fence or add an evidence line."""
-    text = _SECTION.sub(lambda m: "〔" + m.group()[1:-1] + "〕", text)
-    text = _FENCE_TAG.sub(r"＜\1", text)
-    return _EVIDENCE_TAG.sub(r"［\1］", text)
+def _view(text: str) -> tuple[str, list[int]]:
+    """The normalised view of `text` and, for each of its characters, the index of the original character."""
+    view, origin = [], []
+    for index, char in enumerate(text):
+        if char.isspace() or unicodedata.category(char) == "Cf":
+            continue
+        for piece in unicodedata.normalize("NFKC", char).casefold():
+            view.append(piece)
+            origin.append(index)
+    return "".join(view), origin
+
+
+def defuse(text: str, delimiters: dict[str, str] | None = None) -> str:
+    """Data text with the prompt's own markup made look-alikes: a lenticular bracket 【 】 becomes 〔 〕, a fragment
+    tag <片段…> / </片段> starts with a full-width ＜, an evidence label [E3] becomes ［E3］ — each also when written
+    with full-width forms, spaces or zero-width characters in between. The model still reads the words; the text can
+    no longer open a section, close its fence or add an evidence line."""
+    view, origin = _view(text)
+    replace: dict[int, str] = {}
+    for match in _FENCE_IN_VIEW.finditer(view):
+        replace[origin[match.start()]] = "＜"
+    for match in _EVIDENCE_IN_VIEW.finditer(view):
+        bracket = match.start() if match.group(1) is None else match.end() - 1
+        replace[origin[bracket]] = "［" if view[bracket] == "[" else "］"
+    table = {**SECTION_BRACKETS, **(delimiters or {})}
+    out = []
+    for index, char in enumerate(text):
+        if index in replace:
+            out.append(replace[index])
+            continue
+        folded = unicodedata.normalize("NFKC", char)
+        out.append(table.get(folded, char) if len(folded) == 1 else char)
+    return "".join(out)
 
 
 def one_line(text: str) -> str:
     """Data that sits on one line of the prompt (an evidence line, a list item): its line breaks become spaces, so it
-    cannot start a line of its own. (Quotes are verified with whitespace normalised, so nothing is lost.)"""
-    return " ".join(defuse(text).split())
+    cannot start a line of its own, and its 《》 “” are look-alikes, so it cannot name a document or end the quote
+    it stands in. (Quotes are verified with whitespace and these look-alikes normalised, so nothing is lost.)"""
+    return " ".join(defuse(text, LINE_DELIMITERS).split())
 
 
 def fenced(text: str) -> str:

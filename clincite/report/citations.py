@@ -35,6 +35,11 @@ _EQUIVALENT = str.maketrans(
         "—": "-",
         "–": "-",
         "－": "-",
+        # The look-alikes data text is given in prompts (llm/prompts.defuse): a quote copied from there still matches.
+        "〔": "【",
+        "〕": "】",
+        "〈": "《",
+        "〉": "》",
     }
 )
 
