@@ -319,6 +319,7 @@ def app_environment(data: Path, llm_port: int, lag_file: Path, extra: dict[str, 
             "CHAINLIT_AUTH_SECRET": "load-test-secret-" + uuid.uuid4().hex * 2,
             "CLINCITE_LOOP_LAG_FILE": str(lag_file),
             "PYTHONPATH": str(ROOT),
+            "ALLOW_ROOT": "true",  # a throw-away server on a benchmark machine whose only account may be root
         }
     )
     env.update(extra)
