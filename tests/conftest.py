@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -45,6 +46,9 @@ for key in (
 ):
     os.environ.pop(key, None)
 os.environ["DATA_DIR"] = str(_SESSION_DIR / "data")
+# The app refuses to run as root unless told to; the tests run as root on CI and here (test_security checks the
+# refusal itself with this unset).
+os.environ["ALLOW_ROOT"] = "true"
 os.environ["EMBEDDING_MODEL"] = "hashing-char-ngrams"  # HashingEmbedder.NAME
 os.environ["SEMANTIC_THRESHOLD"] = "0"
 
@@ -158,6 +162,76 @@ def chroma_server(tmp_path):
     server.start()
     yield server
     server.stop()
+
+
+# --- a PostgreSQL server ---------------------------------------------------------------------------------------------
+
+
+def postgres_binaries() -> str | None:
+    import glob
+
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    return os.path.dirname(found[-1]) if found and shutil.which("runuser") else None
+
+
+def require_postgres() -> str:
+    """The server binaries' folder; skips (fails on CI) when PostgreSQL is not installed or we cannot run it."""
+    bin_dir = postgres_binaries()
+    if bin_dir is None or os.geteuid() != 0:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL server binaries are missing: .ci/run installs them with apt-get", pytrace=False)
+        pytest.skip("PostgreSQL server not installed (apt-get install -y postgresql)")
+    return bin_dir
+
+
+class PostgresServer:
+    """A throw-away PostgreSQL cluster on a free localhost port, run as the postgres system user; stop() and start()
+    again on the same data (a database outage)."""
+
+    def __init__(self, bin_dir: str):
+        self.bin_dir = bin_dir
+        self.root = tempfile.mkdtemp(prefix="clincite-pg-")
+        shutil.chown(self.root, "postgres")
+        self.port = free_port()
+        subprocess.run(
+            [*self._as_postgres, f"{bin_dir}/initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "-E", "UTF8"],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+
+    @property
+    def data(self) -> str:
+        return f"{self.root}/data"
+
+    @property
+    def _as_postgres(self) -> list[str]:
+        return ["runuser", "-u", "postgres", "--"]
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+asyncpg://postgres@127.0.0.1:{self.port}/postgres"
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1"
+        log = f"{self.root}/log"
+        subprocess.run(
+            [*self._as_postgres, f"{self.bin_dir}/pg_ctl", "-D", self.data, "-l", log, "-w", "-o", options, "start"],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+
+    def stop(self, mode: str = "fast") -> None:
+        subprocess.run(
+            [*self._as_postgres, f"{self.bin_dir}/pg_ctl", "-D", self.data, "-m", mode, "stop"],
+            capture_output=True,
+            timeout=60,
+        )
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 # --- app servers: `chainlit run app.py -h`, booted in the background as soon as collection shows they are needed ---
@@ -277,6 +351,7 @@ class AppServer:
                 "DATA_DIR": str(data),
                 "CHAINLIT_AUTH_SECRET": APP_AUTH_SECRET,
                 "CHAINLIT_APP_ROOT": str(_app_root(data)),
+                "CLINCITE_PRIVATE_APP_ROOT": str(_app_root_path(data)),  # already its own: no restart into one
                 **self.extra_env,
             }
         )
@@ -316,10 +391,15 @@ class AppServer:
         raise RuntimeError("the app did not answer /health within 240 s:\n" + app.log_file.read_text())
 
 
+def _app_root_path(data: Path) -> Path:
+    return data / "app-root"
+
+
 def _app_root(data: Path) -> Path:
     """A Chainlit app root per server (the project's config, public/ and welcome page linked in): Chainlit deletes
-    APP_ROOT/.files when a server stops, which would pull the session files from under the other servers."""
-    root = data / "app-root"
+    APP_ROOT/.files when a server stops, which would pull the session files from under the other servers. (The app
+    would make itself one under DATA_DIR, web/instance.py; made here, it need not restart itself to get it.)"""
+    root = _app_root_path(data)
     (root / ".chainlit").mkdir(parents=True)
     (root / ".chainlit" / "config.toml").symlink_to(ROOT / ".chainlit" / "config.toml")
     (root / "public").symlink_to(ROOT / "public")
@@ -427,3 +507,104 @@ def give_feedback(page, answer, thumbs_up: bool, comment: str) -> None:
                 raise
     comment_box.fill(comment)
     page.locator("#submit-feedback").click()
+
+
+# --- a clinician over HTTP and Socket.IO, as the browser speaks to the app ------------------------------------------
+
+
+async def login_cookie(base_url: str, name: str, password: str) -> str:
+    import httpx
+
+    async with httpx.AsyncClient(base_url=base_url, timeout=60) as http:
+        response = await http.post("/login", data={"username": name, "password": password})
+    assert response.status_code == 200, response.text
+    return response.cookies["access_token"]
+
+
+async def open_socket(base_url: str, cookie: str, thread_id: str = "", origin: str | None = None):
+    import asyncio
+
+    import socketio
+
+    sio = socketio.AsyncClient(reconnection=False)
+    headers = {"Cookie": f"access_token={cookie}", **({"Origin": origin} if origin else {})}
+    auth = {"clientType": "webapp", "sessionId": str(uuid.uuid4()), "threadId": thread_id, "userEnv": "{}"}
+    await asyncio.wait_for(
+        sio.connect(
+            base_url,
+            socketio_path="/ws/socket.io",
+            transports=["websocket"],
+            headers=headers,
+            auth={**auth, "chatProfile": ""},
+        ),
+        timeout=20,
+    )
+    return sio
+
+
+def question_payload(text: str, message_id: str | None = None) -> dict:
+    """A `client_message` as Chainlit's page sends it."""
+    return {
+        "message": {
+            "id": message_id or str(uuid.uuid4()),
+            "threadId": "",
+            "name": "clinician",
+            "type": "user_message",
+            "output": text,
+            "createdAt": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+        },
+        "fileReferences": [],
+    }
+
+
+SOCKET_EVENTS = (
+    "new_message",
+    "update_message",
+    "element",
+    "stream_start",
+    "stream_token",
+    "first_interaction",
+    "toast",
+    "task_end",
+)
+
+
+async def socket_turn(
+    base_url: str, cookie: str, payload: dict, until: str, event: str = "client_message", timeout: float = 120
+):
+    """Send one socket event as a browser (or an attacker) would; the events until a message containing `until`.
+    Returns (events, socket) with the socket still connected."""
+    import asyncio
+
+    events: list[tuple[str, dict]] = []
+    done = asyncio.Event()
+    sio = await open_socket(base_url, cookie)
+
+    def record(name):
+        async def handler(data):
+            events.append((name, data))
+            if name in ("new_message", "update_message") and until in str(data.get("output", "")):
+                done.set()
+
+        return handler
+
+    for name in SOCKET_EVENTS:
+        sio.on(name, record(name))
+    await sio.emit("connection_successful")
+    await sio.emit(event, payload)
+    await asyncio.wait_for(done.wait(), timeout=timeout)
+    return events, sio
+
+
+async def turn_ended(events: list, after: str = "引用核验", timeout: float = 60) -> None:
+    """Until Chainlit says the turn is over (`task_end` after the answer: the page then offers 👍/👎; the answer is
+    recorded). (Connecting sends a `task_end` of its own first.)"""
+    import asyncio
+
+    def ended() -> bool:
+        answered = next((i for i, (_, data) in enumerate(events) if after in str(data.get("output", ""))), None)
+        return answered is not None and any(name == "task_end" for name, _ in events[answered:])
+
+    async with asyncio.timeout(timeout):
+        while not ended():  # noqa: ASYNC110 (socket events)
+            await asyncio.sleep(0.05)

@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import glob
-import os
-import shutil
-import subprocess
-import tempfile
 import time
 import uuid
 
@@ -15,7 +10,7 @@ import httpx
 import pytest
 from chainlit.types import Feedback
 from chainlit.user import User
-from conftest import free_port, make_settings
+from conftest import PostgresServer, make_settings, require_postgres
 
 from clincite.core.shapes import AgentUsage, Coverage, Degradation, QueryResult
 from clincite.web.datalayer import FILES_ROUTE, ClinCiteDataLayer, LocalStorageClient, ensure_schema
@@ -23,51 +18,13 @@ from clincite.web.metrics import compute_metrics, render_body
 from clincite.web.timestamps import install as install_step_timestamps
 
 
-def postgres_binaries() -> str | None:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    return os.path.dirname(found[-1]) if found and shutil.which("runuser") else None
-
-
 @pytest.fixture(scope="module")
 def postgres_url():
     """A throw-away PostgreSQL cluster on a free localhost port, run as the postgres system user."""
-    bin_dir = postgres_binaries()
-    if bin_dir is None or os.geteuid() != 0:
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL server binaries are missing: .ci/run installs them with apt-get", pytrace=False)
-        pytest.skip("PostgreSQL server not installed (apt-get install -y postgresql)")
-    root = tempfile.mkdtemp(prefix="clincite-pg-")
-    shutil.chown(root, "postgres")
-    port = free_port()
-    as_postgres = ["runuser", "-u", "postgres", "--"]
-    subprocess.run(
-        [*as_postgres, f"{bin_dir}/initdb", "-D", f"{root}/data", "-A", "trust", "-U", "postgres", "-E", "UTF8"],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    subprocess.run(
-        [
-            *as_postgres,
-            f"{bin_dir}/pg_ctl",
-            "-D",
-            f"{root}/data",
-            "-l",
-            f"{root}/log",
-            "-w",
-            "-o",
-            f"-p {port} -k {root} -c listen_addresses=127.0.0.1",
-            "start",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    yield f"postgresql+asyncpg://postgres@127.0.0.1:{port}/postgres"
-    subprocess.run(
-        [*as_postgres, f"{bin_dir}/pg_ctl", "-D", f"{root}/data", "-m", "fast", "stop"], capture_output=True, timeout=60
-    )
-    shutil.rmtree(root, ignore_errors=True)
+    server = PostgresServer(require_postgres())
+    server.start()
+    yield server.url
+    server.remove()
 
 
 def answer(
@@ -108,7 +65,7 @@ async def layer(request, tmp_path):
     await ensure_schema(settings.db_url)  # idempotent: every start runs it
     data_layer = ClinCiteDataLayer(settings)
     yield data_layer
-    await data_layer.engine.dispose()
+    await data_layer.close()
 
 
 def in_a_chainlit_session() -> None:
