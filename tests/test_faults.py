@@ -43,6 +43,7 @@ from clincite.kb.embeddings import get_embedder
 from clincite.kb.store import KnowledgeBase
 from clincite.question.service import TwoStageQueryService
 from clincite.retrieval.search import HybridSearcher
+from clincite.web.datalayer import STEP_BATCH_SECONDS
 
 QUESTION = "低浓度阿托品控制近视的效果和副作用？"
 NEXT_QUESTION = "角膜塑形镜的适应症有哪些？"
@@ -346,6 +347,23 @@ async def clinician(app, user: str, stop: asyncio.Event, outage: asyncio.Event, 
             assert rated.status_code == 200, rated.text
             item.rating = number % 2
             asked.append(item)
+
+
+async def test_a_nul_in_a_question_no_longer_leaves_its_thread_unstored_on_postgresql(outage_app):
+    """PostgreSQL refuses NUL in text: the question's thread and steps were lost. The door cleans it first."""
+    cookie = await login_cookie(outage_app.base_url, "dr_wang", OUTAGE_USERS["dr_wang"])
+    question = "低浓度阿托品\x00的不良反应\ud800有哪些？"
+    events, sio = await socket_turn(outage_app.base_url, cookie, question_payload(question), until="引用核验")
+    await turn_ended(events)
+    await sio.disconnect()
+    thread = next(d for n, d in events if n == "new_message" and d.get("name") == "on_message")["threadId"]
+    await asyncio.sleep(STEP_BATCH_SECONDS * 3)  # the last step writes are group-committed a moment later
+    rows = await pg_rows(PG[0].url, 'SELECT "userIdentifier", name FROM threads WHERE id = :id', id=thread)
+    steps = await pg_rows(
+        PG[0].url, "SELECT output FROM steps WHERE \"threadId\" = :id AND type = 'user_message'", id=thread
+    )
+    assert rows == [("dr_wang", "低浓度阿托品的不良反应\ufffd有哪些？")]
+    assert steps == [("低浓度阿托品的不良反应\ufffd有哪些？",)]
 
 
 async def test_postgres_down_30_s_mid_load_loses_no_answer_and_no_rating(outage_app):
