@@ -889,7 +889,7 @@ def main(argv: list[str] | None = None) -> int:
                     [chainlit, "run", str(ROOT / "app.py"), "-h", "--host", HOST, "--port", str(port)],
                     log_path,
                     cwd=app_root,
-                    env=env,
+                    env={**env, "CHAINLIT_APP_ROOT": str(app_root), "CLINCITE_PRIVATE_APP_ROOT": str(app_root)},
                 )
                 workers.append(WorkerRun(f"worker-{i}", process, log_path, Path(env["CLINCITE_LOOP_LAG_FILE"])))
             for worker, port in zip(workers, ports):
