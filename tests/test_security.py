@@ -1142,3 +1142,11 @@ async def test_r10_a_document_cannot_pass_its_words_off_as_another_documents(tmp
         assert not (citation.verified and citation.source == genuine), citation
         assert citation.source != genuine or not citation.verified
     assert "没有任何副作用" not in result.answer.split("### 完整结论")[0] or all(c.source != genuine for c in forged)
+
+
+def test_low_an_empty_question_on_the_command_line_gets_a_chinese_message(run_cli):
+    from clincite.cli import query
+
+    for question in ("", "  ", "\ufffd？"):
+        done = run_cli(query.main, [question])
+        assert done.returncode == 2 and "没有收到问题内容" in done.stderr
