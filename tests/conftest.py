@@ -584,7 +584,7 @@ async def socket_turn(
         async def handler(data):
             events.append((name, data))
             if name in ("new_message", "update_message") and until in str(data.get("output", "")):
-                done.set()
+                done.set()  # (until="": the first message of the turn)
 
         return handler
 

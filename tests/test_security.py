@@ -701,10 +701,14 @@ async def test_r2_a_step_id_of_another_thread_moves_nothing(app, alice, bob):
     theirs = db_rows(app, "SELECT id, type, output FROM steps WHERE \"threadId\" = ? AND output <> ''", alice["thread"])
     targets = [row for row in theirs if row[1] in ("user_message", "assistant_message")]
     assert len(targets) >= 2, theirs
+    refusals = []
     for step_id, _, _ in targets:  # bob sends alice's ids as his own messages (empty, and with text)
-        for text, refused in (("", "没有收到问题内容"), ("随便问问", "未处理")):
-            _events, sio = await socket_turn(app, bob["cookie"], message_payload(text, step_id), until=refused)
+        for text in ("", "随便问问"):
+            events, sio = await socket_turn(app, bob["cookie"], message_payload(text, step_id), until="", timeout=20)
+            await asyncio.sleep(3)  # what the server does with it: stored, answered, refused
             await sio.disconnect()
+            refusals += [d["output"] for n, d in events if n == "new_message" and d.get("isError")]
+    await asyncio.sleep(1)  # the last step writes are group-committed a moment later
     after = db_rows(app, "SELECT id, type, output FROM steps WHERE \"threadId\" = ? AND output <> ''", alice["thread"])
     assert sorted(after) == sorted(theirs), "alice's messages left her thread or changed"
     for step_id, _, output in targets:
@@ -713,6 +717,7 @@ async def test_r2_a_step_id_of_another_thread_moves_nothing(app, alice, bob):
         app, 'SELECT s.output FROM steps s JOIN threads t ON t.id = s."threadId" WHERE t."userIdentifier" = \'bob\''
     )
     assert not any(output in (o for (o,) in bobs) for _, _, output in targets if output)
+    assert len(refusals) == 2 * len(targets) and all("未处理" in r or "没有收到问题" in r for r in refusals), refusals
 
 
 async def test_r2_metrics_json_hands_out_no_step_or_thread_ids(app, alice, bob):
