@@ -10,7 +10,8 @@ import httpx
 import pytest
 from chainlit.types import Feedback
 from chainlit.user import User
-from conftest import PostgresServer, make_settings, require_postgres
+from conftest import make_settings
+from servers import PostgresServer
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from clincite.core.shapes import AgentUsage, Coverage, Degradation, QueryResult
@@ -21,11 +22,9 @@ from clincite.web.timestamps import install as install_step_timestamps
 
 @pytest.fixture(scope="module")
 def postgres_url():
-    """A throw-away PostgreSQL cluster on a free localhost port, run as the postgres system user."""
-    server = PostgresServer(require_postgres())
-    server.start()
-    yield server.url
-    server.remove()
+    """A throw-away PostgreSQL cluster on a free localhost port, run as the postgres system user (tests/servers.py)."""
+    with PostgresServer() as server:
+        yield server.url()
 
 
 def answer(

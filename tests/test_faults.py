@@ -23,18 +23,16 @@ from conftest import (
     ROOT,
     SAMPLE_KB,
     AppServer,
-    PostgresServer,
     login_cookie,
     make_settings,
     open_socket,
-    postgres_binaries,
     question_payload,
-    require_postgres,
     socket_turn,
     turn_ended,
 )
 from fake_clinical_llm import AGENTS, ClinicalLLM, agent_requests, llm_settings
 from fake_openai_server import FakeOpenAIServer, Reply
+from servers import PostgresServer
 
 from clincite.core.settings import Settings
 from clincite.core.shapes import AnswerDone, AnswerToken, NoticeEvent, SearchDone, StageStarted
@@ -275,13 +273,9 @@ PG: list[PostgresServer] = []
 
 
 def postgres_for_the_app(data: Path) -> dict[str, str]:
-    bin_dir = postgres_binaries()
-    if bin_dir is None or os.geteuid() != 0:
-        raise RuntimeError("PostgreSQL is not installed here")
-    server = PostgresServer(bin_dir)
-    server.start()
+    server = PostgresServer().__enter__()  # (skips when PostgreSQL is not installed: the fixture checks first)
     PG.append(server)
-    return {"CLINCITE_DATABASE_URL": server.url}
+    return {"CLINCITE_DATABASE_URL": server.url()}
 
 
 OUTAGE_APP = AppServer("outage", fixture="outage_app", users=OUTAGE_USERS, prepare=postgres_for_the_app)
@@ -289,12 +283,12 @@ OUTAGE_APP = AppServer("outage", fixture="outage_app", users=OUTAGE_USERS, prepa
 
 @pytest.fixture(scope="module")
 def outage_app():
-    require_postgres()
+    PostgresServer()  # skips (fails under CI) here, in the test, when PostgreSQL is missing
     app = OUTAGE_APP.wait()
     yield app
     OUTAGE_APP.stop()
     for server in PG:
-        server.remove()
+        server.__exit__(None, None, None)
 
 
 async def pg_rows(url: str, sql: str, **params) -> list[tuple]:
@@ -358,9 +352,9 @@ async def test_a_nul_in_a_question_no_longer_leaves_its_thread_unstored_on_postg
     await sio.disconnect()
     thread = next(d for n, d in events if n == "new_message" and d.get("name") == "on_message")["threadId"]
     await asyncio.sleep(STEP_BATCH_SECONDS * 3)  # the last step writes are group-committed a moment later
-    rows = await pg_rows(PG[0].url, 'SELECT "userIdentifier", name FROM threads WHERE id = :id', id=thread)
+    rows = await pg_rows(PG[0].url(), 'SELECT "userIdentifier", name FROM threads WHERE id = :id', id=thread)
     steps = await pg_rows(
-        PG[0].url, "SELECT output FROM steps WHERE \"threadId\" = :id AND type = 'user_message'", id=thread
+        PG[0].url(), "SELECT output FROM steps WHERE \"threadId\" = :id AND type = 'user_message'", id=thread
     )
     assert rows == [("dr_wang", "低浓度阿托品的不良反应\ufffd有哪些？")]
     assert steps == [("低浓度阿托品的不良反应\ufffd有哪些？",)]
@@ -369,7 +363,7 @@ async def test_a_nul_in_a_question_no_longer_leaves_its_thread_unstored_on_postg
 async def test_postgres_down_30_s_mid_load_loses_no_answer_and_no_rating(outage_app):
     """Two clinicians ask and rate without a pause while PostgreSQL stops for 30 s: every answer, question, thread
     and rating is in the database once it is back; the clinicians were told; no question text went to the log."""
-    url = PG[0].url
+    url = PG[0].url()
     stop, outage = asyncio.Event(), asyncio.Event()
     asked: list[Asked] = []
     started = time.perf_counter()

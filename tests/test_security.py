@@ -644,7 +644,8 @@ async def test_r1_original_is_the_ingested_file_never_a_link_planted_later(app, 
     doc = app["data"] / "docs" / ORIGINAL_NAME
     ingested = doc.read_bytes()
     url = "/clincite/original/" + quote(ORIGINAL_NAME)
-    targets = [t for t in (app["data"] / "users.json", Path("/etc/shadow"), app["data"] / "auth_secret") if t.exists()]
+    secrets = (app["data"] / "accounts.sqlite3", Path("/etc/shadow"), app["data"] / "auth_secret")
+    targets = [t for t in secrets if t.exists()]
     assert targets, "something worth stealing"
     moved = doc.with_name("moved-away.bak")
     doc.rename(moved)
@@ -760,8 +761,7 @@ async def test_r4_logout_on_a_full_disk_ends_the_session_and_says_it_was_not_sav
 
     cookie = await cookie_of(app, "dave")
     sio = await connect_socket(app, cookie)
-    users_file = app["data"] / "users.json"
-    before = users_file.read_bytes()
+    before = stored_generation(app, "dave")
     pid = SECURITY_APP.server.pid
     soft, hard = resource.prlimit(pid, resource.RLIMIT_FSIZE)
     resource.prlimit(pid, resource.RLIMIT_FSIZE, (64, hard))  # the server can no longer write past 64 bytes: full
@@ -771,16 +771,25 @@ async def test_r4_logout_on_a_full_disk_ends_the_session_and_says_it_was_not_sav
         assert out.status_code == 200
         assert out.json()["saved"] is False and "未能" in out.json()["message"]
         assert "clincite_notice=logout_not_saved" in out.headers.get("set-cookie", "")
-        assert users_file.read_bytes() == before  # nothing could be written…
+        assert stored_generation(app, "dave") == before  # nothing could be written…
         async with client(app, cookie) as http:  # …and the session is over all the same
             assert (await http.get("/metrics.json")).status_code == 401
         await wait_until(lambda: not sio.connected, "the live socket is disconnected at logout")
     finally:
         resource.prlimit(pid, resource.RLIMIT_FSIZE, (soft, hard))  # space freed
-    await wait_until(lambda: users_file.read_bytes() != before, "the logout is written once space is free", 15)
+    await wait_until(lambda: stored_generation(app, "dave") != before, "the logout is written once space is free", 15)
     async with client(app, cookie) as http:
         assert (await http.get("/metrics.json")).status_code == 401
     assert (await login(app, "dave")).status_code == 200
+
+
+def stored_generation(app, name: str) -> int:
+    """The session generation the accounts database holds for this account (clincite/users/records.py)."""
+    import json
+
+    with sqlite3.connect(app["data"] / "accounts.sqlite3") as db:
+        (record,) = db.execute("SELECT record FROM accounts WHERE name = ?", (name,)).fetchone()
+    return int(json.loads(record)["generation"])
 
 
 # --- 5. CSRF: login and logout only from the app's own page ----------------------------------------------------

@@ -4,13 +4,14 @@
     digest = store.put(data)          # sha256 of exactly these bytes; written once, atomically, 0600
     with store.open(digest) as f:     # a binary stream of the stored bytes (raises FileNotFoundError)
         ...
-    store.exists(digest)
+    store.exists(digest); store.size(digest); store.keep_only({...})
 
 Ingest reads a file's bytes once, hashes them (`digest_of`), parses them, and puts them here; the app streams them
 back by that hash. Nothing the document folder does after ingest (a file replaced by a symlink to the app's secret,
 rewritten, deleted) changes what a clinician is shown: the web route never opens a path from the catalogue. The
-default store is a folder of files named by their hash (`KB_DIR/originals/<sha256>`); the interface (`OriginalStore`)
-lets a shared store (e.g. PostgreSQL) take its place without the ingest or the route changing.
+default store is a folder of files named by their hash (`KB_DIR/originals/<sha256>`); with a shared catalogue
+(several workers) the same interface is kept in its database (`kb/shared_originals.py`), and neither the ingest nor
+the route changes.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class OriginalStore(Protocol):
     def open(self, digest: str) -> BinaryIO: ...
 
     def exists(self, digest: str) -> bool: ...
+
+    def size(self, digest: str) -> int | None: ...
 
     def keep_only(self, digests: set[str]) -> int: ...
 
@@ -89,10 +92,15 @@ class FileOriginalStore:
         return os.fdopen(fd, "rb")
 
     def exists(self, digest: str) -> bool:
+        return self.size(digest) is not None
+
+    def size(self, digest: str) -> int | None:
+        """The stored original's size in bytes; None when there is none."""
         try:
-            return stat.S_ISREG(os.lstat(self._path(digest)).st_mode)
+            info = os.lstat(self._path(digest))
         except OSError:
-            return False
+            return None
+        return info.st_size if stat.S_ISREG(info.st_mode) else None
 
     def keep_only(self, digests: set[str]) -> int:
         """Remove stored originals no document refers to any more (after a prune or an update); returns how many.

@@ -32,6 +32,7 @@ from clincite.kb import bm25
 from clincite.kb.bm25 import BM25Index
 from clincite.kb.catalogue import Catalogue
 from clincite.kb.originals import FileOriginalStore, OriginalStore
+from clincite.kb.shared_originals import DatabaseOriginalStore
 from clincite.kb.vectors import VectorStore, collection_name
 
 CATALOGUE_FILE = "catalogue.sqlite3"
@@ -69,7 +70,12 @@ class KnowledgeBase:
             Catalogue(settings.database_url, schema="kb") if shared else Catalogue(self.dir / CATALOGUE_FILE)
         )
         self._vectors: VectorStore | None = None
-        self.originals: OriginalStore = FileOriginalStore(self.dir / ORIGINALS_DIR)
+        # What "打开原文" serves: a folder of this machine, or the shared catalogue's database (every worker's).
+        self.originals: OriginalStore = (
+            DatabaseOriginalStore(self.catalogue)
+            if self.catalogue.shared
+            else FileOriginalStore(self.dir / ORIGINALS_DIR)
+        )
 
     @property
     def bm25_dir(self) -> Path:

@@ -139,6 +139,9 @@ async def end_sessions(name: str) -> bool:
         in_force = current_generation(settings, users, name)
         if in_force is not None:
             _unsaved_generations[name] = next_generation(in_force)
+            # The other workers (several workers share the store this could not write) hold it in memory too.
+            message = {"name": name, "ended_generation": _unsaved_generations[name]}
+            await asyncio.to_thread(bus.publish, settings, bus.ACCOUNTS, message)
         log.error("Logout of %r could not be written (%s: %s); in force in memory", name, type(exc).__name__, exc)
         saved = False
     await disconnect_stale_sockets()
@@ -365,7 +368,12 @@ def add_shared_store_message(app_root: str = APP_ROOT) -> None:
 
 async def on_account_message(message: dict) -> None:
     """An account changed in another process (a logout on another worker, the accounts command line): end this
-    worker's stale sockets now (the account store publishes every change: UserStore.for_settings)."""
+    worker's stale sockets now (the account store publishes every change: UserStore.for_settings). A logout another
+    worker could not write (`ended_generation`) is in force here too, in memory, until the store has it."""
+    ended = message.get("ended_generation")
+    if isinstance(ended, int) and message.get("name"):
+        name = str(message["name"])
+        _unsaved_generations[name] = max(ended, _unsaved_generations.get(name, 0))
     await disconnect_stale_sockets()
 
 

@@ -15,7 +15,6 @@ download.
 from __future__ import annotations
 
 import codecs
-import os
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -52,9 +51,11 @@ def _is_utf8(stream: BinaryIO) -> bool:
     return True
 
 
-def _detect_encoding(stream: BinaryIO, html: bool) -> str:
-    """The encoding ingest read this file in: a BOM, an HTML page's declared charset, UTF-8, else detection."""
-    head = stream.read(DETECT_SAMPLE)
+def _detect_encoding(kb: KnowledgeBase, digest: str, html: bool) -> str:
+    """The encoding ingest read this file in: a BOM, an HTML page's declared charset, UTF-8, else detection. (The
+    stream is read again rather than rewound: a shared store's streams go forward only.)"""
+    with kb.originals.open(digest) as stream:
+        head = stream.read(DETECT_SAMPLE)
     for bom, encoding in BOMS:
         if head.startswith(bom):
             return {"utf-8": "utf-8-sig"}.get(encoding, encoding[:6])  # utf-16 / utf-32 read their own BOM
@@ -65,9 +66,9 @@ def _detect_encoding(stream: BinaryIO, html: bool) -> str:
             return codecs.lookup(name).name
         except LookupError:
             pass
-    stream.seek(0)
-    if _is_utf8(stream):
-        return "utf-8"
+    with kb.originals.open(digest) as stream:
+        if _is_utf8(stream):
+            return "utf-8"
     from charset_normalizer import from_bytes
 
     best = from_bytes(head, cp_isolation=CANDIDATES).best()
@@ -79,8 +80,7 @@ _encodings: dict[tuple[str, bool], str] = {}  # digest → encoding: a stored or
 
 def _encoding_of(kb: KnowledgeBase, digest: str, html: bool) -> str:
     if (digest, html) not in _encodings:
-        with kb.originals.open(digest) as stream:
-            _encodings[(digest, html)] = _detect_encoding(stream, html)
+        _encodings[(digest, html)] = _detect_encoding(kb, digest, html)
     return _encodings[(digest, html)]
 
 
@@ -102,7 +102,7 @@ def _open_original(kb: KnowledgeBase, source: str) -> Opened | JSONResponse:
         stream = kb.originals.open(record.file_hash)
     except FileNotFoundError:
         return JSONResponse(NOT_STORED, status_code=404)
-    size = os.fstat(stream.fileno()).st_size
+    size = kb.originals.size(record.file_hash) or 0
     suffix = Path(source).suffix.lower()
     if suffix in TEXT_SUFFIXES:
         encoding = _encoding_of(kb, record.file_hash, suffix in (".html", ".htm"))
