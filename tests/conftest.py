@@ -500,10 +500,16 @@ SOCKET_EVENTS = (
 
 
 async def socket_turn(
-    base_url: str, cookie: str, payload: dict, until: str, event: str = "client_message", timeout: float = 120
+    base_url: str,
+    cookie: str,
+    payload: dict,
+    until: str | tuple[str, ...],
+    event: str = "client_message",
+    timeout: float = 120,
 ):
-    """Send one socket event as a browser (or an attacker) would; the events until a message containing `until`.
-    Returns (events, socket) with the socket still connected."""
+    """Send one socket event as a browser (or an attacker) would; the events until a message containing `until` (or
+    one of them). Returns (events, socket) with the socket still connected."""
+    untils = (until,) if isinstance(until, str) else until
     import asyncio
 
     events: list[tuple[str, dict]] = []
@@ -513,7 +519,7 @@ async def socket_turn(
     def record(name):
         async def handler(data):
             events.append((name, data))
-            if name in ("new_message", "update_message") and until in str(data.get("output", "")):
+            if name in ("new_message", "update_message") and any(u in str(data.get("output", "")) for u in untils):
                 done.set()  # (until="": the first message of the turn)
 
         return handler
@@ -526,13 +532,16 @@ async def socket_turn(
     return events, sio
 
 
-async def turn_ended(events: list, after: str = "引用核验", timeout: float = 60) -> None:
+async def turn_ended(events: list, after: str | tuple[str, ...] = "引用核验", timeout: float = 60) -> None:
     """Until Chainlit says the turn is over (`task_end` after the answer: the page then offers 👍/👎; the answer is
     recorded). (Connecting sends a `task_end` of its own first.)"""
     import asyncio
 
     def ended() -> bool:
-        answered = next((i for i, (_, data) in enumerate(events) if after in str(data.get("output", ""))), None)
+        afters = (after,) if isinstance(after, str) else after
+        answered = next(
+            (i for i, (_, data) in enumerate(events) if any(a in str(data.get("output", "")) for a in afters)), None
+        )
         return answered is not None and any(name == "task_end" for name, _ in events[answered:])
 
     async with asyncio.timeout(timeout):

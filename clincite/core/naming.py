@@ -24,8 +24,6 @@ _WORD = re.compile(r"[A-Za-z]*[aeiouyAEIOUY][A-Za-z]*")
 
 _mode: CitedName = "auto"
 _titles: dict[str, str] = {}
-_stems: set[str] = set()  # every known document's file name (without extension): a title may not take one
-_title_sources: dict[str, set[str]] = {}  # title -> the documents that have it
 
 
 def configure(mode: CitedName) -> None:
@@ -36,11 +34,7 @@ def configure(mode: CitedName) -> None:
 
 def remember_title(source: str, title: str) -> None:
     """The catalogue tells the titles of the documents it reads, so a bare source name can be displayed."""
-    if _titles.get(source) == title:
-        return
     _titles[source] = title
-    _stems.add(strip_source_name(file_stem(source)))
-    _title_sources.setdefault(title.strip(), set()).add(source)
 
 
 def file_stem(source: str) -> str:
@@ -62,19 +56,9 @@ def display_source(source: str, title: str | None = None) -> str:
     title = (title if title is not None else _titles.get(source, "")).strip()
     if not title or title == stem or _mode == "file":
         return stem
-    slug_titled = _mode == "title" or looks_like_identifier(stem) or (not _CJK.search(stem) and _CJK.search(title))
-    if slug_titled and not _title_taken(source, title):
+    if _mode == "title" or looks_like_identifier(stem) or (not _CJK.search(stem) and _CJK.search(title)):
         return title
     return stem
-
-
-def _title_taken(source: str, title: str) -> bool:
-    """Another document is called this (its file name, or the same title): a document is never cited by a name that
-    also names another one — a file titled like the clinic's guideline must not pass for it."""
-    taken_by_file = strip_source_name(title) in _stems and strip_source_name(file_stem(source)) != strip_source_name(
-        title
-    )
-    return taken_by_file or bool(_title_sources.get(title, set()) - {source})
 
 
 def source_names(source: str, title: str | None = None) -> set[str]:

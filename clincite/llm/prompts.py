@@ -9,7 +9,7 @@ import re
 import unicodedata
 from pathlib import Path
 
-from clincite.core.naming import display_source
+from clincite.core.naming import display_source, file_stem
 from clincite.core.shapes import ChatTurn, Hit, SubQuery, SubQueryAnalysis
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"  # package data
@@ -114,6 +114,20 @@ def attribute(text: str) -> str:
     return one_line(text).replace('"', "＂").replace("<", "＜").replace(">", "＞")
 
 
+def source_labels(sources: list[str]) -> dict[str, str]:
+    """The name each source is shown by in one prompt: its cited name, unless another source in the same prompt is
+    cited by that name too (a file titled like another document) — then each is shown by its own file name, so no
+    line can pass one document's words off as another's."""
+    cited: dict[str, set[str]] = {}
+    for source in sources:
+        cited.setdefault(display_source(source), set()).add(source)
+    return {
+        source: name if len(cited[name]) == 1 else file_stem(source)
+        for name, named in cited.items()
+        for source in named
+    }
+
+
 def load_prompt(name: str, prompts_dir: Path = PROMPTS_DIR) -> str:
     return (prompts_dir / PROMPT_FILES[name]).read_text(encoding="utf-8").strip()
 
@@ -140,8 +154,9 @@ def sub_query_line(sub_query: SubQuery) -> str:
 
 
 def judge_prompt(sub_query: SubQuery, question: str, hits: list[Hit]) -> str:
+    labels = source_labels([h.source for h in hits])
     fragments = "\n".join(
-        f'<片段 id="{attribute(h.chunk_id)}" 来源="{attribute(display_source(h.source))}" '
+        f'<片段 id="{attribute(h.chunk_id)}" 来源="{attribute(labels[h.source])}" '
         f'标题="{attribute(" > ".join([h.title, *h.heading_path]))}">\n{fenced(h.text)}\n</片段>'
         for h in hits
     )
@@ -153,10 +168,10 @@ def judge_prompt(sub_query: SubQuery, question: str, hits: list[Hit]) -> str:
 
 def sufficiency_prompt(question: str, analyses: list[SubQueryAnalysis], max_additional: int) -> str:
     blocks = []
+    labels = source_labels([e.source for a in analyses for e in a.extracts])
     for analysis in analyses:
         extracts = (
-            "\n".join(f"- 《{one_line(display_source(e.source))}》“{one_line(e.text)}”" for e in analysis.extracts)
-            or NONE
+            "\n".join(f"- 《{one_line(labels[e.source])}》“{one_line(e.text)}”" for e in analysis.extracts) or NONE
         )
         blocks.append(
             f"### {sub_query_line(analysis.sub_query)}\n子回答：{one_line(analysis.sub_answer) or NONE}\n"
@@ -175,6 +190,7 @@ def answer_prompt(
 ) -> str:
     lines = []
     seen: set[tuple[str, str]] = set()
+    labels = source_labels([e.source for a in analyses for e in a.extracts])
     # Sub-queries first, the question itself (q0) last: each aspect's evidence leads, the broad match fills in.
     for analysis in sorted(analyses, key=lambda a: a.sub_query.id == "q0"):
         for extract in analysis.extracts:
@@ -183,7 +199,7 @@ def answer_prompt(
                 continue
             seen.add(key)
             lines.append(
-                f"[E{len(lines) + 1}] 《{one_line(display_source(extract.source))}》“{one_line(extract.text)}”"
+                f"[E{len(lines) + 1}] 《{one_line(labels[extract.source])}》“{one_line(extract.text)}”"
                 f"（子查询：{one_line(analysis.sub_query.text)}）"
             )
     return (
