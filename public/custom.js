@@ -218,6 +218,9 @@
       });
     });
   }).observe(document.documentElement, { childList: true, subtree: true });
+})();
+
+/*
  * ClinCite: what the server refuses is stopped here first, with the reason in Chinese.
  *
  * - A question longer than the server accepts (QUESTION_MAX_CHARS, read from /clincite/limits) is not sent: it

@@ -31,6 +31,7 @@ import time
 from typing import BinaryIO
 
 from clincite.ingest.loaders import LoadedDocument, SkipFile
+from clincite.ingest.progress import report_pages
 
 log = logging.getLogger("clincite.ingest.budget")
 
@@ -79,12 +80,23 @@ def _address_space() -> int:
     return 0
 
 
+class PageRelay:
+    """In the child: a loader's page counter, passed on to the parent page by page (a few bytes each)."""
+
+    def __init__(self, replies: BinaryIO):
+        self.replies = replies
+
+    def __call__(self, done: int, total: int) -> None:
+        _send(self.replies, ("pages", (done, total)))
+
+
 def serve(memory_bytes: int) -> None:
     """The child: import the loaders, cap the address space, then parse what the parent sends until told to stop."""
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a library that prints cannot corrupt the replies
     from clincite.core.logs import quiet_libraries
     from clincite.ingest.intake import load_snapshot  # the loaders, imported before the cap is set
+    from clincite.ingest.progress import pages_to
 
     quiet_libraries()
     if memory_bytes:
@@ -101,7 +113,8 @@ def serve(memory_bytes: int) -> None:
             return
         name, data = request
         try:
-            reply = ("ok", load_snapshot(name, data))
+            with pages_to(PageRelay(replies)):
+                reply = ("ok", load_snapshot(name, data))
         except SkipFile as exc:  # a loader's own reason — unless what it caught was the memory budget running out
             reply = ("memory", None) if _caused_by_memory(exc) else ("skip", str(exc))
         except MemoryError:
@@ -189,9 +202,13 @@ class ParseWorker:
             self._stop(kill=False)
         process = self._process or self._start()
         self._parsed += 1
+        deadline = time.monotonic() + self.seconds
         try:
             _send(process.stdin, (name, data))
-            kind, value = _receive(process.stdout.fileno(), time.monotonic() + self.seconds)
+            kind, value = _receive(process.stdout.fileno(), deadline)
+            while kind == "pages":  # the loader's page counter, for whoever watches the ingest (ingest/progress.py)
+                report_pages(*value)
+                kind, value = _receive(process.stdout.fileno(), deadline)
         except WorkerGone as gone:
             kind, value = ("timeout" if str(gone) == "timeout" else "died"), None
         except (OSError, EOFError, pickle.UnpicklingError):

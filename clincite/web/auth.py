@@ -442,7 +442,8 @@ UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 SAME_SITE_FETCH = {"same-origin", "none"}  # Sec-Fetch-Site values of the app's own page (or a typed URL)
 CROSS_SITE_REFUSED = "跨站请求已拒绝：请在 ClinCite 自己的页面上操作 (cross-site request refused)"
 BODY_TOO_LARGE = "请求内容过大 (request body too large)"
-REQUEST_BODY_MAX = 1024 * 1024  # bytes: the app's requests are small JSON (a rating, a thread page); no uploads
+REQUEST_BODY_MAX = 1024 * 1024  # bytes: the app's requests are small JSON (a rating, a thread page)…
+ADMIN_PREFIX = "/admin/"  # …but for the admins' library uploads (body_limit)
 
 
 class SessionGuard:
@@ -470,16 +471,26 @@ class SessionGuard:
                     _header(scope, b"sec-fetch-site"),
                 )
                 return await _refuse(scope, send, 403, CROSS_SITE_REFUSED)
+            limit = body_limit(scope["path"])
             length = _header(scope, b"content-length")
-            if length is not None and (not length.isdigit() or int(length) > REQUEST_BODY_MAX):
+            if length is not None and (not length.isdigit() or int(length) > limit):
                 return await _refuse(scope, send, 413, BODY_TOO_LARGE)
-            receive = _bounded(receive, REQUEST_BODY_MAX)
+            receive = _bounded(receive, limit)
         headers, stale = _without_stale_tokens(scope["headers"])
         if stale:
             scope = {**scope, "headers": headers}
         if scope["type"] == "http":
             send = with_security_headers(_with_cookie_flags(send, secure=secure_cookies(scope), expire_stale=stale))
         await self.app(scope, receive, send)
+
+
+def body_limit(path: str) -> int:
+    """The largest request body accepted: small JSON everywhere, except the admins' uploads (a library page upload of
+    UPLOAD_MAX_FILES files of INGEST_MAX_FILE_MB each; the admin router checks the role before reading it)."""
+    if path.startswith(ADMIN_PREFIX):
+        settings = accounts()[0]
+        return int(settings.upload_max_files * settings.ingest_max_file_mb * 1024 * 1024) + REQUEST_BODY_MAX
+    return REQUEST_BODY_MAX
 
 
 def same_site_request(scope: dict) -> bool:

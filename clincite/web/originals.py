@@ -152,3 +152,23 @@ def _quoted_name(source: str) -> str:
     from urllib.parse import quote
 
     return quote(Path(source).name, safe="")
+
+
+def stored_text(kb: KnowledgeBase, source: str) -> str | None:
+    """A text or Markdown document's original as ingested, decoded as ingest decoded it (the rendered view of
+    "打开原文"); None when the catalogue or the store has no such document. Reads the whole file: call it in a worker
+    thread."""
+    record = kb.catalogue.documents().get(source)
+    if record is None:
+        return None
+    try:
+        with kb.originals.open(record.file_hash) as stream:
+            data = stream.read()
+    except FileNotFoundError:
+        return None
+    from clincite.ingest.loaders import SkipFile, decode_text
+
+    try:
+        return decode_text(data)
+    except SkipFile:
+        return None

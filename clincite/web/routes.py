@@ -214,7 +214,8 @@ async def document_view(chunk_id: str, request: Request) -> Response:
     """ "打开原文" of a Markdown or text document: rendered as a page, scrolled to the passage (#passage)."""
     if request_user(request) is None:
         return RedirectResponse("/login", status_code=303)
-    page = await asyncio.to_thread(render_document_view, kb_catalogue(), chunk_id)  # file and catalogue reads
+    kb = state.current().service.kb
+    page = await asyncio.to_thread(render_document_view, kb, chunk_id)  # the stored original and catalogue reads
     if page is None:
         return HTMLResponse("<p>无法显示这个文档（知识库可能已更新）。</p>", status_code=404)
     return HTMLResponse(
