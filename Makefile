@@ -19,15 +19,19 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	touch $@
 
 # Demo: the demo/demo account works while no real users exist (CLINCITE_DEV_LOGIN=true, explicitly).
+# Each run in a Chainlit app root of its own under DATA_DIR (clincite/web/instance.py): another instance stopping
+# cannot delete its session files.
+APP_ROOT = root=$$($(BIN)/python -m clincite.web.instance) && CHAINLIT_APP_ROOT=$$root CLINCITE_PRIVATE_APP_ROOT=$$root
+
 run: install
-	env -u CI CLINCITE_DEV_LOGIN=true $(BIN)/chainlit run app.py -h --host $(HOST) --port $(PORT)
+	$(APP_ROOT) env -u CI CLINCITE_DEV_LOGIN=true $(BIN)/chainlit run app.py -h --host $(HOST) --port $(PORT)
 
 # Production-style: real accounts only (add them with `.venv/bin/python -m clincite.users add NAME`).
 # WORKERS=N (N > 1): N workers behind nginx on HOST:PORT, kept running by supervisord (deploy/serve.py); the settings
 # must then name the shared servers (PostgreSQL, Chroma server, Redis: docs/deploy.md).
 serve: install
 ifeq ($(WORKERS),1)
-	env -u CI $(BIN)/chainlit run app.py -h --host $(HOST) --port $(PORT)
+	$(APP_ROOT) env -u CI $(BIN)/chainlit run app.py -h --host $(HOST) --port $(PORT)
 else
 	env -u CI $(BIN)/python deploy/serve.py --workers $(WORKERS) --host $(HOST) --port $(PORT)
 endif

@@ -15,20 +15,30 @@ import logging
 
 import chainlit as cl
 from chainlit.server import app as fastapi_app
+from chainlit.server import sio
 from chainlit.types import ThreadDict
 from fastapi import Request, Response
 
+from clincite.core.settings import load_settings
 from clincite.core.shapes import ChatTurn
 from clincite.web import state
 from clincite.web.admin import install as install_admin_area
 from clincite.web.auth import install as install_session_guard
 from clincite.web.auth import install_shared_store_handler, logout_hook
+from clincite.web.door import install as install_door
+from clincite.web.fairness import announce_queued
+from clincite.web.instance import use_private_app_root
 from clincite.web.render import NOTICE_AUTHOR, ChainlitRenderer, notices_in
-from clincite.web.startup import STARTERS, prepare_auth_secret, start_app, stop_app
+from clincite.web.startup import STARTERS, prepare_auth_secret, refuse_to_run_as_root, start_app, stop_app
 from clincite.web.timestamps import install as install_step_timestamps
 
 log = logging.getLogger("clincite.app")
 
+# Not as root (unless ALLOW_ROOT=true): every file this process opens would reach the whole machine.
+refuse_to_run_as_root()
+# Chainlit's session files in a folder of this process's own (DATA_DIR/chainlit/…): another instance stopping cannot
+# delete them. Restarts this process once when `chainlit run` was started without one.
+use_private_app_root(load_settings())
 # Chainlit checks for CHAINLIT_AUTH_SECRET right after importing this file and before any start-up hook runs, so
 # this is the one thing done at import: read the installation's secret (creating it, 0600, on the very first run).
 prepare_auth_secret()
@@ -36,6 +46,8 @@ prepare_auth_secret()
 install_session_guard(fastapi_app)
 install_shared_store_handler(fastapi_app)  # several workers: a Redis outage answers a login in Chinese, not with a 500
 install_admin_area(fastapi_app)  # a refused admin request gets a Chinese page (or JSON), not a stack trace
+# Questions are checked at the door before Chainlit stores them (ids, text, length); message editing is refused.
+install_door(sio, load_settings())
 # Steps and messages get strictly increasing timestamps instead of Chainlit's 1 ms sleep on the event loop.
 install_step_timestamps()
 
@@ -62,7 +74,9 @@ async def login(username: str, password: str) -> cl.User | None:
 
 @cl.on_logout
 async def on_logout(request: Request, response: Response) -> dict:
-    return await logout_hook(request)  # ends the session everywhere: the old cookie and open sockets stop working
+    return await logout_hook(
+        request, response
+    )  # ends the session everywhere: the old cookie and open sockets stop working
 
 
 @cl.set_starters
@@ -86,6 +100,19 @@ async def on_chat_resume(thread: ThreadDict) -> None:
 @cl.on_message
 async def on_message(message: cl.Message) -> None:
     app = state.current()
+    user = cl.user_session.get("user")
+    notices = []
+
+    async def queued(ahead: int) -> None:  # this clinician's earlier questions still run: say how many are ahead
+        notices.append(await announce_queued(ahead))
+
+    async with app.queues.turn(getattr(user, "identifier", "") or cl.context.session.id, on_queued=queued):
+        for notice in notices:
+            await notice.remove()
+        await answer(app, message)
+
+
+async def answer(app: state.AppContext, message: cl.Message) -> None:
     history: list[ChatTurn] = cl.user_session.get("history") or []
     renderer = ChainlitRenderer(
         run_step_id=cl.context.current_step.id if cl.context.current_step else None,
@@ -100,13 +127,20 @@ async def on_message(message: cl.Message) -> None:
         await cl.ErrorMessage(
             content=f"抱歉，处理这个问题时出错了：{type(exc).__name__}。请稍后重试或联系管理员。", author=NOTICE_AUTHOR
         ).send()
-        await app.record_failure(
+        saved = await app.record_failure(
             message.content, exc, renderer.run_step_id, cl.context.session.thread_id, cl.user_session.get("user")
         )
+        await tell_if_not_saved(saved)
         return
     result = renderer.result
     if result is None:
         return
     history.extend([ChatTurn(role="user", content=message.content), ChatTurn(role="assistant", content=result.answer)])
     cl.user_session.set("history", history[-2 * app.settings.history_turns :])
-    await app.record(result, renderer.run_step_id, cl.context.session.thread_id, cl.user_session.get("user"))
+    saved = await app.record(result, renderer.run_step_id, cl.context.session.thread_id, cl.user_session.get("user"))
+    await tell_if_not_saved(saved)
+
+
+async def tell_if_not_saved(saved) -> None:
+    if notice := state.saving_notice(saved):  # a toast: the answer stays the last message (its 👍/👎 buttons)
+        await cl.context.emitter.send_toast(notice, "warning")

@@ -319,6 +319,7 @@ def app_environment(data: Path, llm_port: int, lag_file: Path, extra: dict[str, 
             "CHAINLIT_AUTH_SECRET": "load-test-secret-" + uuid.uuid4().hex * 2,
             "CLINCITE_LOOP_LAG_FILE": str(lag_file),
             "PYTHONPATH": str(ROOT),
+            "ALLOW_ROOT": "true",  # a throw-away server on a benchmark machine whose only account may be root
         }
     )
     env.update(extra)
@@ -888,7 +889,7 @@ def main(argv: list[str] | None = None) -> int:
                     [chainlit, "run", str(ROOT / "app.py"), "-h", "--host", HOST, "--port", str(port)],
                     log_path,
                     cwd=app_root,
-                    env=env,
+                    env={**env, "CHAINLIT_APP_ROOT": str(app_root), "CLINCITE_PRIVATE_APP_ROOT": str(app_root)},
                 )
                 workers.append(WorkerRun(f"worker-{i}", process, log_path, Path(env["CLINCITE_LOOP_LAG_FILE"])))
             for worker, port in zip(workers, ports):

@@ -112,7 +112,7 @@ serverurl=unix://{run}/supervisor.sock
         sections.append(f"""[program:worker-{i}]
 command={bin_dir}/chainlit run {PROJECT}/app.py -h --host {worker_host} --port {port}
 directory={PROJECT}
-environment=WORKERS="{workers}",CHAINLIT_APP_ROOT="{root}",WORKER_NAME="worker-{i}"
+environment=WORKERS="{workers}",CHAINLIT_APP_ROOT="{root}",CLINCITE_PRIVATE_APP_ROOT="{root}",WORKER_NAME="worker-{i}"
 autorestart=true
 startsecs={WORKER_START_SECONDS}
 startretries={START_RETRIES}

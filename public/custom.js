@@ -219,3 +219,73 @@
     });
   }).observe(document.documentElement, { childList: true, subtree: true });
 })();
+
+/*
+ * ClinCite: what the server refuses is stopped here first, with the reason in Chinese.
+ *
+ * - A question longer than the server accepts (QUESTION_MAX_CHARS, read from /clincite/limits) is not sent: it
+ *   stays in the box and a notice says how long it may be. (The server refuses it too, in the chat; this spares the
+ *   upload, and a paste of a whole record cannot get near the socket's message limit.)
+ * - A logout the server could not write to disk still ended the session; the login page says so once (the notice
+ *   cookie set by the logout answer).
+ */
+(function () {
+  "use strict";
+  var questionMax = 2000;
+  fetch("/clincite/limits", { credentials: "include" })
+    .then(function (r) { return r.ok ? r.json() : null; })
+    .then(function (limits) { if (limits && limits.question_max_chars) { questionMax = limits.question_max_chars; } })
+    .catch(function () {});
+
+  function banner(text) {
+    var box = document.getElementById("clincite-notice");
+    if (!box) {
+      box = document.createElement("div");
+      box.id = "clincite-notice";
+      box.setAttribute("role", "alert");
+      box.style.cssText = "position:fixed;left:50%;top:16px;transform:translateX(-50%);z-index:10000;" +
+        "max-width:90vw;padding:10px 16px;border-radius:8px;background:#fef3c7;color:#78350f;" +
+        "box-shadow:0 2px 8px rgba(0,0,0,.15);font-size:14px;line-height:1.6;cursor:pointer";
+      box.addEventListener("click", function () { box.remove(); });
+      document.body.appendChild(box);
+    }
+    box.textContent = text;  // text, never markup
+  }
+
+  function tooLong() {
+    var box = document.getElementById("chat-input");
+    var length = box ? Array.from(box.value || "").length : 0;
+    if (length <= questionMax) {
+      return false;
+    }
+    banner("问题太长（" + length + " 字），请控制在 " + questionMax + " 字以内：只保留要问的内容，病历等长文请摘取要点后再问。（点击关闭）");
+    return true;
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing && event.target && event.target.id === "chat-input" && tooLong()) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    }
+  }, true);
+  document.addEventListener("click", function (event) {
+    if (event.target && event.target.closest && event.target.closest("#chat-submit") && tooLong()) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    }
+  }, true);
+
+  function showLogoutNotice() {
+    if (document.cookie.split("; ").indexOf("clincite_notice=logout_not_saved") < 0) {
+      return;
+    }
+    document.cookie = "clincite_notice=; Max-Age=0; path=/; SameSite=Strict";
+    banner("已退出登录，本机上的登录凭证已失效；但服务器未能把这次退出写入账号文件（可能磁盘已满），服务器会持续重试。请告知管理员。（点击关闭）");
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", showLogoutNotice);
+  } else {
+    showLogoutNotice();
+  }
+  setInterval(showLogoutNotice, 1000);  // the single-page app reaches its login page without loading a new one
+})();

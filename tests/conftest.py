@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -45,6 +46,9 @@ for key in (
 ):
     os.environ.pop(key, None)
 os.environ["DATA_DIR"] = str(_SESSION_DIR / "data")
+# The app refuses to run as root unless told to; the tests run as root on CI and here (test_security checks the
+# refusal itself with this unset).
+os.environ["ALLOW_ROOT"] = "true"
 os.environ["EMBEDDING_MODEL"] = "hashing-char-ngrams"  # HashingEmbedder.NAME
 os.environ["SEMANTIC_THRESHOLD"] = "0"
 
@@ -277,6 +281,7 @@ class AppServer:
                 "DATA_DIR": str(data),
                 "CHAINLIT_AUTH_SECRET": APP_AUTH_SECRET,
                 "CHAINLIT_APP_ROOT": str(_app_root(data)),
+                "CLINCITE_PRIVATE_APP_ROOT": str(_app_root_path(data)),  # already its own: no restart into one
                 **self.extra_env,
             }
         )
@@ -316,10 +321,15 @@ class AppServer:
         raise RuntimeError("the app did not answer /health within 240 s:\n" + app.log_file.read_text())
 
 
+def _app_root_path(data: Path) -> Path:
+    return data / "app-root"
+
+
 def _app_root(data: Path) -> Path:
     """A Chainlit app root per server (the project's config, public/ and welcome page linked in): Chainlit deletes
-    APP_ROOT/.files when a server stops, which would pull the session files from under the other servers."""
-    root = data / "app-root"
+    APP_ROOT/.files when a server stops, which would pull the session files from under the other servers. (The app
+    would make itself one under DATA_DIR, web/instance.py; made here, it need not restart itself to get it.)"""
+    root = _app_root_path(data)
     (root / ".chainlit").mkdir(parents=True)
     (root / ".chainlit" / "config.toml").symlink_to(ROOT / ".chainlit" / "config.toml")
     (root / "public").symlink_to(ROOT / "public")
@@ -427,3 +437,113 @@ def give_feedback(page, answer, thumbs_up: bool, comment: str) -> None:
                 raise
     comment_box.fill(comment)
     page.locator("#submit-feedback").click()
+
+
+# --- a clinician over HTTP and Socket.IO, as the browser speaks to the app ------------------------------------------
+
+
+async def login_cookie(base_url: str, name: str, password: str) -> str:
+    import httpx
+
+    async with httpx.AsyncClient(base_url=base_url, timeout=60) as http:
+        response = await http.post("/login", data={"username": name, "password": password})
+    assert response.status_code == 200, response.text
+    return response.cookies["access_token"]
+
+
+async def open_socket(base_url: str, cookie: str, thread_id: str = "", origin: str | None = None):
+    import asyncio
+
+    import socketio
+
+    sio = socketio.AsyncClient(reconnection=False)
+    headers = {"Cookie": f"access_token={cookie}", **({"Origin": origin} if origin else {})}
+    auth = {"clientType": "webapp", "sessionId": str(uuid.uuid4()), "threadId": thread_id, "userEnv": "{}"}
+    await asyncio.wait_for(
+        sio.connect(
+            base_url,
+            socketio_path="/ws/socket.io",
+            transports=["websocket"],
+            headers=headers,
+            auth={**auth, "chatProfile": ""},
+        ),
+        timeout=20,
+    )
+    return sio
+
+
+def question_payload(text: str, message_id: str | None = None) -> dict:
+    """A `client_message` as Chainlit's page sends it."""
+    return {
+        "message": {
+            "id": message_id or str(uuid.uuid4()),
+            "threadId": "",
+            "name": "clinician",
+            "type": "user_message",
+            "output": text,
+            "createdAt": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+        },
+        "fileReferences": [],
+    }
+
+
+SOCKET_EVENTS = (
+    "new_message",
+    "update_message",
+    "element",
+    "stream_start",
+    "stream_token",
+    "first_interaction",
+    "toast",
+    "task_end",
+)
+
+
+async def socket_turn(
+    base_url: str,
+    cookie: str,
+    payload: dict,
+    until: str | tuple[str, ...],
+    event: str = "client_message",
+    timeout: float = 120,
+):
+    """Send one socket event as a browser (or an attacker) would; the events until a message containing `until` (or
+    one of them). Returns (events, socket) with the socket still connected."""
+    untils = (until,) if isinstance(until, str) else until
+    import asyncio
+
+    events: list[tuple[str, dict]] = []
+    done = asyncio.Event()
+    sio = await open_socket(base_url, cookie)
+
+    def record(name):
+        async def handler(data):
+            events.append((name, data))
+            if name in ("new_message", "update_message") and any(u in str(data.get("output", "")) for u in untils):
+                done.set()  # (until="": the first message of the turn)
+
+        return handler
+
+    for name in SOCKET_EVENTS:
+        sio.on(name, record(name))
+    await sio.emit("connection_successful")
+    await sio.emit(event, payload)
+    await asyncio.wait_for(done.wait(), timeout=timeout)
+    return events, sio
+
+
+async def turn_ended(events: list, after: str | tuple[str, ...] = "引用核验", timeout: float = 60) -> None:
+    """Until Chainlit says the turn is over (`task_end` after the answer: the page then offers 👍/👎; the answer is
+    recorded). (Connecting sends a `task_end` of its own first.)"""
+    import asyncio
+
+    def ended() -> bool:
+        afters = (after,) if isinstance(after, str) else after
+        answered = next(
+            (i for i, (_, data) in enumerate(events) if any(a in str(data.get("output", "")) for a in afters)), None
+        )
+        return answered is not None and any(name == "task_end" for name, _ in events[answered:])
+
+    async with asyncio.timeout(timeout):
+        while not ended():  # noqa: ASYNC110 (socket events)
+            await asyncio.sleep(0.05)

@@ -81,10 +81,18 @@ class PostgresServer:
             capture_output=True,
             timeout=120,
         )
+        self.start()
+        return self
+
+    def start(self) -> None:
+        """Start the cluster (again, after stop(): the same data, the same port)."""
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off"
         subprocess.run(
             [
-                *run,
+                "runuser",
+                "-u",
+                "postgres",
+                "--",
                 f"{self.bin}/pg_ctl",
                 "-D",
                 f"{self.root}/data",
@@ -99,7 +107,14 @@ class PostgresServer:
             capture_output=True,
             timeout=120,
         )
-        return self
+
+    def stop(self) -> None:
+        """Stop the cluster as a database outage does (fast shutdown: clients are disconnected)."""
+        subprocess.run(
+            ["runuser", "-u", "postgres", "--", f"{self.bin}/pg_ctl", "-D", f"{self.root}/data", "-m", "fast", "stop"],
+            capture_output=True,
+            timeout=60,
+        )
 
     def create_database(self, name: str) -> str:
         """A new empty database; returns its asyncpg URL (the app's CLINCITE_DATABASE_URL)."""
@@ -115,11 +130,7 @@ class PostgresServer:
         return f"postgresql+asyncpg://postgres@127.0.0.1:{self.port}/{database}"
 
     def __exit__(self, *exc) -> None:
-        subprocess.run(
-            ["runuser", "-u", "postgres", "--", f"{self.bin}/pg_ctl", "-D", f"{self.root}/data", "-m", "fast", "stop"],
-            capture_output=True,
-            timeout=60,
-        )
+        self.stop()
         shutil.rmtree(self.root, ignore_errors=True)
 
 

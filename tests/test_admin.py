@@ -130,7 +130,7 @@ def test_the_first_account_is_an_admin_and_a_role_change_ends_the_sessions(tmp_p
     assert store.add("张医生", "new-password-2").role == CLINICIAN  # a reset keeps the role
     before = store.generation("张医生")
     assert store.set_role("张医生", ADMIN).role == ADMIN
-    assert store.generation("张医生") == before + 1  # its cookies carried the old role: they end
+    assert store.generation("张医生") > before  # its cookies carried the old role: they end
     assert store.set_role("nobody", ADMIN) is None
     assert [(a.name, a.role) for a in store.accounts()] == [("主任", ADMIN), ("张医生", ADMIN), ("李医生", ADMIN)]
     with pytest.raises(ValueError):
@@ -180,6 +180,9 @@ PUBLIC_ROUTES = {  # our routes a clinician may use (each checks the login or th
     "/avatars/{avatar_id}",
     "/feedback",
     "/login",
+    "/clincite/limits",  # the question and comment limits the page checks before sending (nothing private)
+    "/project/thread/share",  # Chainlit's sharing, refused (web/routes.py)
+    "/project/share/{thread_id}",
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -33,8 +34,12 @@ def app_module(kb_settings, sample_kb, tmp_path_factory):
     from chainlit.config import config, load_module
 
     from clincite.web import state
+    from clincite.web.datalayer import ensure_schema
 
-    state.configure(make_settings(data, kb_dir=kb_settings.kb_dir))
+    settings = make_settings(data, kb_dir=kb_settings.kb_dir)
+    # The app records every answer (and tells the clinician when it could not: a toast); its tables must exist.
+    asyncio.run(ensure_schema(settings.db_url))
+    state.configure(settings)
     target = str(ROOT / "app.py")
     load_module(target)
     config.code.data_layer = None

@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import glob
-import os
-import shutil
-import subprocess
-import tempfile
 import time
 import uuid
 
@@ -15,7 +10,9 @@ import httpx
 import pytest
 from chainlit.types import Feedback
 from chainlit.user import User
-from conftest import free_port, make_settings
+from conftest import make_settings
+from servers import PostgresServer
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from clincite.core.shapes import AgentUsage, Coverage, Degradation, QueryResult
 from clincite.web.datalayer import FILES_ROUTE, ClinCiteDataLayer, LocalStorageClient, ensure_schema
@@ -23,51 +20,11 @@ from clincite.web.metrics import compute_metrics, render_body
 from clincite.web.timestamps import install as install_step_timestamps
 
 
-def postgres_binaries() -> str | None:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    return os.path.dirname(found[-1]) if found and shutil.which("runuser") else None
-
-
 @pytest.fixture(scope="module")
 def postgres_url():
-    """A throw-away PostgreSQL cluster on a free localhost port, run as the postgres system user."""
-    bin_dir = postgres_binaries()
-    if bin_dir is None or os.geteuid() != 0:
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL server binaries are missing: .ci/run installs them with apt-get", pytrace=False)
-        pytest.skip("PostgreSQL server not installed (apt-get install -y postgresql)")
-    root = tempfile.mkdtemp(prefix="clincite-pg-")
-    shutil.chown(root, "postgres")
-    port = free_port()
-    as_postgres = ["runuser", "-u", "postgres", "--"]
-    subprocess.run(
-        [*as_postgres, f"{bin_dir}/initdb", "-D", f"{root}/data", "-A", "trust", "-U", "postgres", "-E", "UTF8"],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    subprocess.run(
-        [
-            *as_postgres,
-            f"{bin_dir}/pg_ctl",
-            "-D",
-            f"{root}/data",
-            "-l",
-            f"{root}/log",
-            "-w",
-            "-o",
-            f"-p {port} -k {root} -c listen_addresses=127.0.0.1",
-            "start",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    yield f"postgresql+asyncpg://postgres@127.0.0.1:{port}/postgres"
-    subprocess.run(
-        [*as_postgres, f"{bin_dir}/pg_ctl", "-D", f"{root}/data", "-m", "fast", "stop"], capture_output=True, timeout=60
-    )
-    shutil.rmtree(root, ignore_errors=True)
+    """A throw-away PostgreSQL cluster on a free localhost port, run as the postgres system user (tests/servers.py)."""
+    with PostgresServer() as server:
+        yield server.url()
 
 
 def answer(
@@ -108,7 +65,7 @@ async def layer(request, tmp_path):
     await ensure_schema(settings.db_url)  # idempotent: every start runs it
     data_layer = ClinCiteDataLayer(settings)
     yield data_layer
-    await data_layer.engine.dispose()
+    await data_layer.close()
 
 
 def in_a_chainlit_session() -> None:
@@ -330,3 +287,57 @@ async def test_a_question_that_failed_outright_is_recorded_and_counted(tmp_path)
         state._current = previous
     assert metrics["answers"] == 1 and metrics["failed_questions"] == 1
     assert metrics["degradations"] == {"failed": 1}
+
+
+async def test_a_step_id_of_another_thread_is_never_upserted_there(layer):
+    """Issue 24: Chainlit upserts a step by the id the client sent; an id of someone else's step moved that row (and
+    its text) into the sender's thread. The row stays where it is, with its text."""
+    in_a_chainlit_session()
+    alice, bob = await make_thread(layer, "doctor_a"), await make_thread(layer, "doctor_b")
+    step = {"id": str(uuid.uuid4()), "name": "doctor_a", "type": "user_message", "streaming": False}
+    await layer.create_step({**step, "threadId": alice, "output": "患者张三，12岁，近视 -3.00D"})
+    await layer.create_step({**step, "threadId": bob, "output": ""})  # the attack: same id, bob's thread
+    await layer.create_step({**step, "threadId": bob, "output": "覆盖"})
+    rows = await layer.query('SELECT "threadId", output FROM steps WHERE id = :id', {"id": step["id"]})
+    assert rows == [{"threadId": alice, "output": "患者张三，12岁，近视 -3.00D"}]
+
+
+async def test_a_threads_owner_is_set_once(layer):
+    persisted = await layer.create_user(User(identifier="doctor_a"))
+    intruder = await layer.create_user(User(identifier="doctor_b"))
+    thread = str(uuid.uuid4())
+    await layer.update_thread(thread, name="问题", user_id=persisted.id)
+    await layer.update_thread(thread, name="改名", user_id=intruder.id)
+    rows = await layer.query('SELECT "userIdentifier", name FROM threads WHERE id = :id', {"id": thread})
+    assert rows == [{"userIdentifier": "doctor_a", "name": "改名"}]
+
+
+async def test_writes_the_database_does_not_take_are_replayed_in_order(tmp_path):
+    """The database refuses (a table gone: an operator's mistake, a half-done migration); the rating and the answer
+    record wait in the journal, on disk, and land once it is fixed — also after a restart."""
+    from sqlalchemy import text
+
+    settings = make_settings(tmp_path)
+    await ensure_schema(settings.db_url)
+    layer = ClinCiteDataLayer(settings)
+    in_a_chainlit_session()
+    thread = await make_thread(layer, "doctor_a")
+    async with layer.engine.begin() as connection:
+        await connection.execute(text("ALTER TABLE answer_records RENAME TO answer_records_away"))
+    saved = await layer.record_answer(answer("阿托品的副作用？", 1.0), "run-1", thread, "doctor_a")
+    rating = await layer.upsert_user_feedback("doctor_a", Feedback(forId="run-1", value=0, threadId=thread))
+    assert saved == "kept" and rating and layer.outage
+    assert "阿托品的副作用" in layer.journal.path.read_text(encoding="utf-8")
+    await layer.close()  # the app stops while the database is still broken
+
+    async with (engine := create_async_engine(settings.db_url)).begin() as connection:
+        await connection.execute(text("ALTER TABLE answer_records_away RENAME TO answer_records"))
+    await engine.dispose()
+    restarted = ClinCiteDataLayer(settings)
+    assert restarted.load_journal() == 2
+    restarted.start_replay()
+    await asyncio.wait_for(restarted.wait_for_replay(), 30)
+    assert await restarted.query('SELECT "stepId" FROM answer_records') == [{"stepId": "run-1"}]
+    assert await restarted.query('SELECT "forId", value FROM feedbacks') == [{"forId": "run-1", "value": 0}]
+    assert not restarted.journal.path.exists()
+    await restarted.close()

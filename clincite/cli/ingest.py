@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from clincite.core.logs import quiet_libraries
 from clincite.core.settings import get_settings
+from clincite.core.untrusted import printable
 from clincite.ingest.pipeline import Ingestor, IngestReport, format_result, format_summary
 from clincite.ingest.progress import IngestProgress
 from clincite.kb.store import IngestBusy, KnowledgeBase
@@ -205,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         progress.close()
         if report.prune_refused:
-            print(report.prune_refused, file=sys.stderr)
+            print(printable(report.prune_refused), file=sys.stderr)
         if report.embedding_warning:
             print(f"警告：{report.embedding_warning}", file=sys.stderr)
         print(format_summary(report))

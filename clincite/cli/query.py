@@ -20,6 +20,7 @@ from clincite.core.logs import quiet_libraries
 from clincite.core.naming import display_source
 from clincite.core.settings import get_settings
 from clincite.core.shapes import AnswerDone
+from clincite.core.untrusted import clean_input, has_content
 from clincite.kb.store import KnowledgeBase
 from clincite.question.service import OFFLINE_BANNER, TwoStageQueryService
 from clincite.retrieval.search import HybridSearcher
@@ -70,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object (docs/architecture.md, contracts)")
     parser.add_argument("--retrieve", action="store_true", help="retrieval only: print the hits, no LLM")
     args = parser.parse_args(argv)
+    args.question = clean_input(args.question).strip()  # as the web door cleans it
+    if not has_content(args.question):
+        print("没有收到问题内容（为空或只有符号），请输入要查询的问题。", file=sys.stderr)
+        return 2
     quiet_libraries()
     return asyncio.run(_run_cli(args))
 

@@ -99,6 +99,10 @@ class Settings(BaseSettings):
     ingest_max_heading_chars: int = Field(200, ge=10)  # longer heading lines are body text; paths are cut
     ingest_prune_max_fraction: float = Field(0.5, gt=0, le=1)  # --prune refuses to remove more unless --force
     ingest_lock_timeout: float = Field(10.0, ge=0)  # seconds a second ingest waits for the running one
+    # The parse of one file runs in a child process within these budgets; a file over either is skipped with its
+    # reason and the run (and its lock) goes on: a flate-bomb PDF cannot keep the KB locked for hours.
+    ingest_file_timeout: float = Field(300.0, gt=0)  # seconds
+    ingest_file_memory_mb: float = Field(1024.0, gt=0)  # address space on top of the parser's own
 
     # --- reading the KB in the app (ingest is the only writer) ---
     kb_reload_interval: float = Field(2.0, gt=0)  # seconds between checks for a newly published KB version
@@ -163,10 +167,14 @@ class Settings(BaseSettings):
     sqlite_busy_timeout: float = Field(30.0, gt=0)
     users_file: Path | None = None  # default: DATA_DIR/users.json
     dev_login: bool = Field(False, validation_alias=AliasChoices("CLINCITE_DEV_LOGIN"))
-    # Failed logins allowed per account and per client address within a moving window ("limits" notation, e.g.
-    # "5/15 minutes"); past it, logins are refused without checking the password until the window moves on.
+    # Failed logins allowed per client address, and per account from one address, within a moving window ("limits"
+    # notation, e.g. "5/15 minutes"); past it, that address is refused without checking the password until the window
+    # moves on (web/auth.py LoginThrottle).
     login_account_limit: str = "5/15 minutes"
     login_address_limit: str = "20/15 minutes"
+    # Guessing spread over many addresses: the account's logins from addresses it never logged in from wait this long
+    # at most (a back-off doubling from 1 s after LOGIN_ACCOUNT_LIMIT failures), instead of a lock-out for everyone.
+    login_backoff_max_seconds: float = Field(60.0, gt=0)
     # --- several app workers (docs/deploy.md) ---
     # How many app processes serve this installation, on all machines together. Above 1, everything they share must
     # be on a server: PostgreSQL (CLINCITE_DATABASE_URL), a Chroma server (CHROMA_HOST) and Redis (REDIS_URL).
@@ -186,6 +194,16 @@ class Settings(BaseSettings):
     upload_max_files: int = Field(20, ge=1)
     # Seconds a browser upload's ingest waits for another ingest of the same KB (e.g. one run from a shell) to end.
     upload_lock_wait: float = Field(1800.0, ge=0)
+    # What one clinician can ask of the shared server: questions running at once (the rest wait in line, told how
+    # many are ahead), the length of a question and of a feedback comment, and the largest Socket.IO frame accepted
+    # (big enough that a question far over the limit still arrives and gets its Chinese message).
+    questions_in_flight_per_clinician: int = Field(2, ge=1)
+    question_max_chars: int = Field(2000, ge=10)
+    feedback_comment_max_chars: int = Field(2000, ge=10)
+    socket_max_message_mb: float = Field(4.0, gt=0)
+    # The app refuses to start as root (a file it serves or a parser it runs would then reach everything on the
+    # machine) unless this says the operator means it (containers whose only user is root; the test suite).
+    allow_root: bool = False
 
     @field_validator("login_account_limit", "login_address_limit")
     @classmethod

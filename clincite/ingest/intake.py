@@ -74,7 +74,21 @@ def collect_files(paths: list[Path]) -> list[Candidate]:
     return candidates
 
 
-def read_regular_file(path: Path, settings: Settings) -> tuple[bytes, Path]:
+@dataclass
+class FileRead:
+    """One read of a file: its bytes (hashed, parsed and stored as the original), where it is, and which state of
+    which file they are (device, inode, size, modification time), to tell later whether it changed meanwhile."""
+
+    data: bytes
+    resolved: Path
+    identity: tuple[int, int, int, int]
+
+
+def _identity(info: os.stat_result) -> tuple[int, int, int, int]:
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def read_regular_file(path: Path, settings: Settings) -> FileRead:
     """The bytes of a regular file, read once (they are hashed and parsed); anything else is a SkipFile.
 
     stat() before open() keeps FIFOs and devices unopened (opening a FIFO blocks; a device may have side
@@ -102,7 +116,22 @@ def read_regular_file(path: Path, settings: Settings) -> tuple[bytes, Path]:
         raise SkipFile(_too_big(len(data), settings.ingest_max_file_mb))
     if not data:
         raise SkipFile("文件为空 (empty file)")
-    return data, path.resolve()
+    return FileRead(data, path.resolve(), _identity(after))
+
+
+def require_unchanged(path: Path, read: FileRead) -> None:
+    """The file is still the one read, as it was read: otherwise it was being written while we parsed it (a copy
+    in progress, an editor saving in place), and what we read may be a truncated state. Skipped, so the next run
+    reads it again (nothing of it is stored, so it is not "unchanged" then)."""
+    try:
+        now = _identity(os.stat(path))
+    except OSError:
+        now = None
+    if now != read.identity:
+        raise SkipFile(
+            "文件在导入过程中被修改（可能仍在复制或保存），本次未导入；写入完成后再次运行导入即可 "
+            "(file changed while it was being ingested: retried next run)"
+        )
 
 
 def check_content(suffix: str, data: bytes, settings: Settings) -> None:

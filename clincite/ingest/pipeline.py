@@ -13,7 +13,6 @@ A document's identity (`source`) is its path relative to the folder it was found
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,8 @@ from typing import Literal
 
 from clincite.core.settings import Settings
 from clincite.core.shapes import Chunk, DocumentRecord
+from clincite.core.untrusted import clean_input, printable
+from clincite.ingest.budget import ParseWorker
 from clincite.ingest.chunking import chunk_document
 from clincite.ingest.intake import (
     Candidate,
@@ -28,14 +29,15 @@ from clincite.ingest.intake import (
     check_text_size,
     collect_files,
     display_name,
-    load_snapshot,
     read_regular_file,
+    require_unchanged,
     symlink_reason,
 )
 from clincite.ingest.loaders import SkipFile
 from clincite.ingest.progress import IngestProgress, pages_to
 from clincite.kb.bm25 import BM25Index
 from clincite.kb.embeddings import Embedder, get_embedder
+from clincite.kb.originals import digest_of
 from clincite.kb.store import IngestBusy, KnowledgeBase, now
 from clincite.text.tokenizer import get_tokenizer
 
@@ -88,6 +90,7 @@ class Ingestor:
         self.vectors_added = 0
         self.vector_error: str | None = None  # the vector store failed during this run (English, for the log)
         self._reread = False  # this run reads unchanged files again (the KB was read by an older reader)
+        self.parser: ParseWorker | None = None  # the child process that parses files during a run
 
     def run(
         self,
@@ -113,17 +116,20 @@ class Ingestor:
             progress.waiting()
             lock = self.kb.writer_lock(self.settings.ingest_lock_timeout)
         try:
-            return self._run(
-                paths,
-                prune,
-                on_result or (lambda result: None),
-                force,
-                dry_run,
-                progress,
-                list(remove or []),
-                take_over,
-            )
+            with ParseWorker(self.settings.ingest_file_timeout, self.settings.ingest_file_memory_mb) as parser:
+                self.parser = parser
+                return self._run(
+                    paths,
+                    prune,
+                    on_result or (lambda result: None),
+                    force,
+                    dry_run,
+                    progress,
+                    list(remove or []),
+                    take_over,
+                )
         finally:
+            self.parser = None
             lock.release()
 
     def _run(
@@ -160,7 +166,7 @@ class Ingestor:
                 with pages_to(progress.pages):
                     result = self._ingest_file(candidate, known, seen, roots, take_over)
             except Exception as exc:  # whatever a file does, the run goes on
-                log.exception("Unexpected error ingesting %s", display_name(str(candidate.path)))
+                log.exception("Unexpected error ingesting %s", printable(display_name(str(candidate.path))))
                 result = FileResult(
                     display_name(candidate.source),
                     "skipped",
@@ -183,6 +189,8 @@ class Ingestor:
         self._sync_vectors()
         progress.finishing("index")
         self._ensure_bm25(force=changed)  # last: publishing the index tells readers the new version is complete
+        if not dry_run:  # originals no document refers to any more (pruned, replaced by a new version)
+            self.kb.originals.keep_only({record.file_hash for record in self.kb.catalogue.documents().values()})
         report.vectors_added = self.vectors_added
         report.embedding_warning = str(self.embedder.error) if self.embedder.error else None
         if self.vector_error:
@@ -230,7 +238,7 @@ class Ingestor:
                 f"确认无误请加 --force"
             )
         if report.prune_refused:
-            log.warning("Prune refused: %s", report.prune_refused)
+            log.warning("Prune refused: %s", printable(report.prune_refused))
             return False
         for source in gone:
             if dry_run:
@@ -259,6 +267,13 @@ class Ingestor:
             return FileResult(
                 shown, "skipped", "文件名不是有效的 UTF-8 编码，无法作为引用名称，请重命名 (invalid file name)"
             )
+        if clean_input(source) != source:  # an escape sequence, a carriage return, an RLO that makes "exe.md" of it
+            return FileResult(
+                printable(source),
+                "skipped",
+                "文件名含控制字符或双向文本控制符（会让名字显示成别的样子），无法作为引用名称，请重命名 "
+                "(control or bidi characters in the file name)",
+            )
         if candidate.root is not None and path.is_symlink():
             return FileResult(shown, "skipped", symlink_reason(path, roots))
         if source in seen:
@@ -272,9 +287,12 @@ class Ingestor:
         seen[source] = path
         previous = known.get(source)
         try:
-            data, resolved = read_regular_file(path, self.settings)
-            digest = hashlib.sha256(data).hexdigest()
+            read = read_regular_file(path, self.settings)
+            resolved = read.resolved
+            digest = digest_of(read.data)
             if previous and previous.file_hash == digest and not self._reread:
+                if not self.kb.originals.exists(digest):  # a KB from before originals were stored: store it now
+                    self.kb.originals.put(read.data)
                 return FileResult(shown, "unchanged", chunks=previous.chunk_count)
             if previous and previous.path != str(resolved) and Path(previous.path).exists() and not take_over:
                 return FileResult(
@@ -291,9 +309,9 @@ class Ingestor:
                     "skipped",
                     f"与已入库的《{duplicate}》内容完全相同，作为重复文件跳过 (duplicate of {duplicate})",
                 )
-            check_content(path.suffix.lower(), data, self.settings)
-            document = load_snapshot(Path(source).name, data)
-            del data
+            check_content(path.suffix.lower(), read.data, self.settings)
+            # Exactly the bytes hashed are parsed, in a child process within the time and memory budget.
+            document = self.parser.parse(Path(source).name, read.data)
             check_text_size(document.text, self.settings)
             cfg = self.settings
             chunks = chunk_document(
@@ -306,6 +324,10 @@ class Ingestor:
             )
             if not chunks:
                 raise SkipFile("文件中没有正文文字 (no text)")
+            require_unchanged(path, read)  # written to while we parsed: what we read may be a truncated state
+            if self.kb.originals.put(read.data) != digest:  # what "打开原文" serves: these very bytes
+                raise SkipFile("原文存档校验失败 (original store returned another digest)")
+            del read
             old_ids = set(self.kb.catalogue.chunk_ids(source)) if previous else set()
             self._add_vectors([c for c in chunks if c.id not in old_ids])  # 1. new vectors
             record = DocumentRecord(
@@ -409,10 +431,12 @@ def _heading_note(document, limit: int) -> str:
 
 
 def format_result(result: FileResult) -> str:
+    """One line for the terminal: nothing from a file name (or a reason quoting one) can act on the terminal."""
+    name, detail = printable(result.name), printable(result.detail)
     if result.status in ("skipped", "removed", "would-remove"):
-        return f"{result.status:<10} {result.name}: {result.detail}"
-    note = f"；{result.detail}" if result.detail else ""
-    return f"{result.status:<10} {result.name} ({result.chunks} 个片段{note})"
+        return f"{result.status:<10} {name}: {detail}"
+    note = f"；{detail}" if detail else ""
+    return f"{result.status:<10} {name} ({result.chunks} 个片段{note})"
 
 
 def format_summary(report: IngestReport) -> str:

@@ -4,6 +4,7 @@ A KB directory holds
   catalogue.sqlite3  documents and chunks (the source of truth for texts and metadata),
   chroma/            the embedded Chroma store (unless CHROMA_HOST points at a Chroma server),
   bm25/              the bm25s index published by ingest (versioned folders + current.json),
+  originals/         the bytes of every ingested file, named by their sha256 (what "打开原文" serves),
   ingest.lock        held by the one process that writes (ingest); the app only reads.
 
 Shared by several workers (CLINCITE_DATABASE_URL is PostgreSQL), the catalogue is schema `kb` of that database, the
@@ -30,10 +31,13 @@ from clincite.core.settings import Settings
 from clincite.kb import bm25
 from clincite.kb.bm25 import BM25Index
 from clincite.kb.catalogue import Catalogue
+from clincite.kb.originals import FileOriginalStore, OriginalStore
+from clincite.kb.shared_originals import DatabaseOriginalStore
 from clincite.kb.vectors import VectorStore, collection_name
 
 CATALOGUE_FILE = "catalogue.sqlite3"
 BM25_DIR = "bm25"
+ORIGINALS_DIR = "originals"
 LOCK_FILE = "ingest.lock"
 BM25_POINTER_KEY = "bm25_published"  # meta row of a shared catalogue: {"version": n, "dir": name}
 BM25_PART_BYTES = 16 * 2**20  # index files go into the database in parts of this size
@@ -66,6 +70,12 @@ class KnowledgeBase:
             Catalogue(settings.database_url, schema="kb") if shared else Catalogue(self.dir / CATALOGUE_FILE)
         )
         self._vectors: VectorStore | None = None
+        # What "打开原文" serves: a folder of this machine, or the shared catalogue's database (every worker's).
+        self.originals: OriginalStore = (
+            DatabaseOriginalStore(self.catalogue)
+            if self.catalogue.shared
+            else FileOriginalStore(self.dir / ORIGINALS_DIR)
+        )
 
     @property
     def bm25_dir(self) -> Path:

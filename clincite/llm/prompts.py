@@ -6,9 +6,10 @@ The system prompts are the Chinese text files in `prompts/`; `load_prompt` reads
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 
-from clincite.core.naming import display_source
+from clincite.core.naming import display_source, file_stem
 from clincite.core.shapes import ChatTurn, Hit, SubQuery, SubQueryAnalysis
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"  # package data
@@ -47,24 +48,59 @@ SECTION_MARKERS = (
     EVIDENCE,
     GAPS,
 )
-_SECTION = re.compile("|".join(re.escape(marker) for marker in SECTION_MARKERS))
-_FENCE_TAG = re.compile(r"<(\s*/?\s*片段)")
-_EVIDENCE_TAG = re.compile(r"\[(\s*E\s*\d+\s*)\]", re.IGNORECASE)
+# Look-alikes are found in a normalised view of the text (NFKC, case folded, without spaces and invisible format
+# characters such as zero-width spaces), so "【 证据摘录 】", "［Ｅ１］", "<​/片段>" or "﹤/片段﹥" are caught like the
+# real thing; what is replaced is the original character.
+_FENCE_IN_VIEW = re.compile(r"<(?=/?片段)")
+_EVIDENCE_IN_VIEW = re.compile(r"\[(?=e\d+\])|(?<=\[e)(\d+)\]")
+# Every lenticular bracket in data: the prompt's sections are 【…】, so none in data may open one (【系统】, 【证据】…).
+SECTION_BRACKETS = {"【": "〔", "】": "〕", "〖": "〔", "〗": "〕"}
+# On an evidence or extract line, a document's name stands in 《…》 and its words in “…”: inside data they become
+# 〈…〉 and 「…」, so a passage cannot carry a line of its own naming another document. (The citation check compares
+# them as the same characters: report/citations.normalise.)
+LINE_DELIMITERS = {"《": "〈", "》": "〉", "“": "「", "”": "」"}
 
 
-def defuse(text: str) -> str:
-    """Data text with the prompt's own markers made look-alikes: a section marker 【…】 becomes 〔…〕, a fragment tag
-    <片段…> / </片段> starts with a full-width ＜, an evidence label [E3] becomes ［E3］. The model still reads the
-    words; the text can no longer open a section, close its fence or add an evidence line."""
-    text = _SECTION.sub(lambda m: "〔" + m.group()[1:-1] + "〕", text)
-    text = _FENCE_TAG.sub(r"＜\1", text)
-    return _EVIDENCE_TAG.sub(r"［\1］", text)
+def _view(text: str) -> tuple[str, list[int]]:
+    """The normalised view of `text` and, for each of its characters, the index of the original character."""
+    view, origin = [], []
+    for index, char in enumerate(text):
+        if char.isspace() or unicodedata.category(char) == "Cf":
+            continue
+        for piece in unicodedata.normalize("NFKC", char).casefold():
+            view.append(piece)
+            origin.append(index)
+    return "".join(view), origin
+
+
+def defuse(text: str, delimiters: dict[str, str] | None = None) -> str:
+    """Data text with the prompt's own markup made look-alikes: a lenticular bracket 【 】 becomes 〔 〕, a fragment
+    tag <片段…> / </片段> starts with a full-width ＜, an evidence label [E3] becomes ［E3］ — each also when written
+    with full-width forms, spaces or zero-width characters in between. The model still reads the words; the text can
+    no longer open a section, close its fence or add an evidence line."""
+    view, origin = _view(text)
+    replace: dict[int, str] = {}
+    for match in _FENCE_IN_VIEW.finditer(view):
+        replace[origin[match.start()]] = "＜"
+    for match in _EVIDENCE_IN_VIEW.finditer(view):
+        bracket = match.start() if match.group(1) is None else match.end() - 1
+        replace[origin[bracket]] = "［" if view[bracket] == "[" else "］"
+    table = {**SECTION_BRACKETS, **(delimiters or {})}
+    out = []
+    for index, char in enumerate(text):
+        if index in replace:
+            out.append(replace[index])
+            continue
+        folded = unicodedata.normalize("NFKC", char)
+        out.append(table.get(folded, char) if len(folded) == 1 else char)
+    return "".join(out)
 
 
 def one_line(text: str) -> str:
     """Data that sits on one line of the prompt (an evidence line, a list item): its line breaks become spaces, so it
-    cannot start a line of its own. (Quotes are verified with whitespace normalised, so nothing is lost.)"""
-    return " ".join(defuse(text).split())
+    cannot start a line of its own, and its 《》 “” are look-alikes, so it cannot name a document or end the quote
+    it stands in. (Quotes are verified with whitespace and these look-alikes normalised, so nothing is lost.)"""
+    return " ".join(defuse(text, LINE_DELIMITERS).split())
 
 
 def fenced(text: str) -> str:
@@ -76,6 +112,20 @@ def fenced(text: str) -> str:
 def attribute(text: str) -> str:
     """A value inside a fence tag's quotes (source, title): no quote, angle bracket or line break can end the tag."""
     return one_line(text).replace('"', "＂").replace("<", "＜").replace(">", "＞")
+
+
+def source_labels(sources: list[str]) -> dict[str, str]:
+    """The name each source is shown by in one prompt: its cited name, unless another source in the same prompt is
+    cited by that name too (a file titled like another document) — then each is shown by its own file name, so no
+    line can pass one document's words off as another's."""
+    cited: dict[str, set[str]] = {}
+    for source in sources:
+        cited.setdefault(display_source(source), set()).add(source)
+    return {
+        source: name if len(cited[name]) == 1 else file_stem(source)
+        for name, named in cited.items()
+        for source in named
+    }
 
 
 def load_prompt(name: str, prompts_dir: Path = PROMPTS_DIR) -> str:
@@ -104,8 +154,9 @@ def sub_query_line(sub_query: SubQuery) -> str:
 
 
 def judge_prompt(sub_query: SubQuery, question: str, hits: list[Hit]) -> str:
+    labels = source_labels([h.source for h in hits])
     fragments = "\n".join(
-        f'<片段 id="{attribute(h.chunk_id)}" 来源="{attribute(display_source(h.source))}" '
+        f'<片段 id="{attribute(h.chunk_id)}" 来源="{attribute(labels[h.source])}" '
         f'标题="{attribute(" > ".join([h.title, *h.heading_path]))}">\n{fenced(h.text)}\n</片段>'
         for h in hits
     )
@@ -117,10 +168,10 @@ def judge_prompt(sub_query: SubQuery, question: str, hits: list[Hit]) -> str:
 
 def sufficiency_prompt(question: str, analyses: list[SubQueryAnalysis], max_additional: int) -> str:
     blocks = []
+    labels = source_labels([e.source for a in analyses for e in a.extracts])
     for analysis in analyses:
         extracts = (
-            "\n".join(f"- 《{one_line(display_source(e.source))}》“{one_line(e.text)}”" for e in analysis.extracts)
-            or NONE
+            "\n".join(f"- 《{one_line(labels[e.source])}》“{one_line(e.text)}”" for e in analysis.extracts) or NONE
         )
         blocks.append(
             f"### {sub_query_line(analysis.sub_query)}\n子回答：{one_line(analysis.sub_answer) or NONE}\n"
@@ -139,6 +190,7 @@ def answer_prompt(
 ) -> str:
     lines = []
     seen: set[tuple[str, str]] = set()
+    labels = source_labels([e.source for a in analyses for e in a.extracts])
     # Sub-queries first, the question itself (q0) last: each aspect's evidence leads, the broad match fills in.
     for analysis in sorted(analyses, key=lambda a: a.sub_query.id == "q0"):
         for extract in analysis.extracts:
@@ -147,7 +199,7 @@ def answer_prompt(
                 continue
             seen.add(key)
             lines.append(
-                f"[E{len(lines) + 1}] 《{one_line(display_source(extract.source))}》“{one_line(extract.text)}”"
+                f"[E{len(lines) + 1}] 《{one_line(labels[extract.source])}》“{one_line(extract.text)}”"
                 f"（子查询：{one_line(analysis.sub_query.text)}）"
             )
     return (

@@ -35,6 +35,11 @@ _EQUIVALENT = str.maketrans(
         "—": "-",
         "–": "-",
         "－": "-",
+        # The look-alikes data text is given in prompts (llm/prompts.defuse): a quote copied from there still matches.
+        "〔": "【",
+        "〕": "】",
+        "〈": "《",
+        "〉": "》",
     }
 )
 
@@ -81,12 +86,17 @@ def find_quote(quote: str, chunks: list[Chunk]) -> Chunk | None:
 
 
 def verify_citations(citations: list[Citation], chunks_by_source: dict[str, list[Chunk]]) -> list[Citation]:
-    """Mark each citation verified when its quote is found in a chunk of the source it names."""
-    by_name = {
-        name: chunks
-        for source, chunks in chunks_by_source.items()
-        for name in source_names(source, chunks[0].title if chunks else None)
-    }
+    """Mark each citation verified when its quote is found in a chunk of the source it names.
+
+    A document's file name is its own: a document cited by its title (a slug- or identifier-named file) never takes
+    the name of another document's file — a file titled like the clinic's guideline cannot make its words a verified
+    citation of the guideline. Documents that share a title are all looked in (the panel then names the file)."""
+    by_name: dict[str, list[Chunk]] = {strip_source_name(source): chunks for source, chunks in chunks_by_source.items()}
+    titled: dict[str, list[Chunk]] = {}
+    for source, chunks in chunks_by_source.items():
+        for name in source_names(source, chunks[0].title if chunks else None) - by_name.keys():
+            titled.setdefault(name, []).extend(chunks)
+    by_name.update(titled)
     checked = []
     for citation in citations:
         chunk = find_quote(citation.quote, by_name.get(strip_source_name(citation.source), []))

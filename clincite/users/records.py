@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sqlalchemy import Connection, create_engine, event, text
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from clincite.core.migrations import Migrations, apply_sync
@@ -36,6 +37,7 @@ SCHEMA = "accounts"  # the PostgreSQL schema of the shared database
 # A version read this recently is reused: when a logout elsewhere makes a worker check all its live sockets at once,
 # that is one query, not one per socket. Writes of this process are seen at once (they drop the cache).
 STAMP_REUSE_SECONDS = 0.05
+STALE_WARNING_SECONDS = 60.0
 account_migrations = Migrations("accounts")
 
 
@@ -90,6 +92,8 @@ class AccountRecords:
         self._on_change = on_change
         self._cache: tuple[str | None, dict[str, dict]] = (None, {})
         self._stamp: tuple[float, str | None] = (-1.0, None)  # (monotonic time read, version)
+        self._last_read: dict[str, dict] | None = None  # what load() returns while the database is down
+        self._last_warning = -STALE_WARNING_SECONDS
         if self.shared:
             self.engine = create_engine(
                 "postgresql+pg8000://" + location.split("://", 1)[1],
@@ -150,12 +154,24 @@ class AccountRecords:
         return stamp
 
     def load(self) -> dict[str, dict]:
-        stamp = self.stamp()
-        if self._cache[0] != stamp or stamp is None:
-            with self._read() as db:
-                rows = db.execute(text("SELECT name, record FROM accounts")).fetchall()
-                stamp = _version(db)
-            self._cache = (stamp, {name: json.loads(record) for name, record in rows})
+        """Every account's record. While the database does not answer (a PostgreSQL outage), the accounts as last read
+        (logged once a minute): logged-in clinicians go on, and logins keep working, instead of every request failing;
+        a logout that cannot be written is held in memory meanwhile (web/auth.py)."""
+        try:
+            stamp = self.stamp()
+            if self._cache[0] != stamp or stamp is None:
+                with self._read() as db:
+                    rows = db.execute(text("SELECT name, record FROM accounts")).fetchall()
+                    stamp = _version(db)
+                self._cache = (stamp, {name: json.loads(record) for name, record in rows})
+        except (OSError, SQLAlchemyError) as exc:
+            if self._last_read is None:
+                raise
+            if time.monotonic() - self._last_warning > STALE_WARNING_SECONDS:
+                self._last_warning = time.monotonic()
+                log.error("The accounts database does not answer (%s): using the accounts as last read", exc)
+            return self._last_read
+        self._last_read = self._cache[1]
         return self._cache[1]
 
     def update(self, change: Callable[[dict[str, dict]], object]) -> object:

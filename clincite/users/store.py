@@ -17,7 +17,10 @@ left without one; an account stored before roles existed is a clinician (`role N
 Each account has a session `generation`. Login cookies carry the generation they were issued under, and the app
 accepts a cookie only while it still matches (clincite/web/auth.py): logging out, resetting the password, changing
 the role or removing the account bumps or drops it, which ends every cookie and socket of that person at once (a
-cookie carries the role it was issued with, so a role change must not leave an old cookie behind).
+cookie carries the role it was issued with, so a role change must not leave an old cookie behind). Generations never
+repeat for a name: a new one is above the last (and never below the clock in milliseconds), and a removed account
+leaves a tombstone with its last generation, so an account created again under the same name starts above every
+generation it ever had — the cookies of the removed account stay dead.
 
 The app also needs CHAINLIT_AUTH_SECRET to sign login cookies; `ensure_auth_secret` creates a random one in the data
 directory on first start when none is configured, so a restart does not log everyone out.
@@ -31,6 +34,7 @@ import getpass
 import os
 import secrets
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
@@ -89,6 +93,12 @@ def create_private(path: Path) -> None:
         pass
 
 
+def next_generation(previous: int | None) -> int:
+    """A session generation above `previous` and not below the clock (ms): unique for a name even if the store that
+    remembered the previous one is lost."""
+    return max((previous or 0) + 1, time.time_ns() // 1_000_000)
+
+
 @dataclass(frozen=True)
 class Account:
     """What the app knows about an account, without its password hash."""
@@ -136,9 +146,17 @@ class UserStore:
     def _stamp(self) -> str | None:
         return self.records.stamp()
 
+    def version(self) -> str | None:
+        """Moves with every change to the accounts, by any process: cheap to poll (None while it cannot be read)."""
+        try:
+            return self._stamp()
+        except Exception:
+            return None
+
     def _load(self) -> dict[str, dict]:
         # Read on every authenticated request (session checks): one version row, the accounts only when it moved.
-        return self.records.load()
+        # A removed account's tombstone (its last generation) is no account.
+        return {name: record for name, record in self.records.load().items() if not record.get("removed")}
 
     def _update(self, change) -> object:
         return self.records.update(change)
@@ -179,19 +197,21 @@ class UserStore:
         password_hash = bcrypt.hashpw(password.encode(), bcrypt.gensalt()).decode()
 
         def change(users: dict[str, dict]) -> Account:
-            old = users.get(name) or {}
-            if not users:
+            tombstone = users.get(name) or {}
+            old = {} if tombstone.get("removed") else tombstone
+            if not any(not record.get("removed") for record in users.values()):
                 new_role = ADMIN
             elif role is not None:
                 new_role = role
             else:
                 new_role = _account(name, old).role if old else CLINICIAN
-            # A password reset also ends the sessions opened with the old password.
+            # A password reset also ends the sessions opened with the old password; a name created again after its
+            # removal starts above its tombstone's generation.
             users[name] = {
                 "password_hash": password_hash,
                 "display_name": display_name or old.get("display_name") or name,
                 "role": new_role,
-                "generation": int(old.get("generation", 0)) + (1 if old else 0),
+                "generation": next_generation(tombstone.get("generation")),
             }
             return _account(name, users[name])
 
@@ -203,27 +223,41 @@ class UserStore:
             raise ValueError(f"未知的角色 {role!r}（可选：{'、'.join(ROLES)}）")
 
         def change(users: dict[str, dict]) -> Account | None:
-            if name not in users:
+            record = users.get(name)
+            if record is None or record.get("removed"):
                 return None
-            record = users[name]
             if _account(name, record).role != role:
                 record["role"] = role
-                record["generation"] = int(record.get("generation", 0)) + 1
+                record["generation"] = next_generation(int(record.get("generation", 0)))
             return _account(name, record)
 
         return self._update(change)
 
     def remove(self, name: str) -> bool:
-        return bool(self._update(lambda users: users.pop(name, None) is not None))
+        """Remove an account; its name keeps a tombstone with the last generation (see the module doc)."""
 
-    def bump_generation(self, name: str) -> int | None:
-        """End every session of this account (logout); returns the new generation, None for no such account."""
+        def change(users: dict[str, dict]) -> bool:
+            record = users.get(name)
+            if record is None or record.get("removed"):
+                return False
+            users[name] = {"removed": True, "generation": int(record.get("generation", 0))}
+            return True
+
+        return bool(self._update(change))
+
+    def bump_generation(self, name: str, to: int | None = None) -> int | None:
+        """End every session of this account (logout); returns the new generation, None for no such account.
+
+        `to`: the generation to write (one already in force in memory, web/auth.py), unless the stored one is
+        already at or above it."""
 
         def change(users: dict[str, dict]) -> int | None:
-            if name not in users:
+            record = users.get(name)
+            if record is None or record.get("removed"):
                 return None
-            users[name]["generation"] = int(users[name].get("generation", 0)) + 1
-            return users[name]["generation"]
+            stored = int(record.get("generation", 0))
+            record["generation"] = max(stored, to) if to is not None else next_generation(stored)
+            return record["generation"]
 
         if self.get(name) is None:
             return None

@@ -7,19 +7,24 @@ created on first start. Four changes to Chainlit 2.12's stock `SQLAlchemyDataLay
   a transaction of its own, after a query for its thread: about 0.09 s of event-loop time per question, which twenty
   clinicians at once felt as a slower first token); a stored output is never overwritten with an empty one
   (otherwise an empty-output `send()` can land after the final `update()`);
-- feedback writes raise instead of failing silently (and are kept in a JSON-lines file if the database refuses them,
-  replayed into the database at the next start);
+- writes that matter — step batches, threads, answer records, elements, ratings — never fail silently: when the
+  database is down (or the disk full) they are kept in order in a durable journal (web/journal.py) and replayed as
+  soon as it answers again, so an outage loses no question, answer or rating, and a thread started during it keeps
+  its owner; the caller learns whether a write was saved, kept for later, or kept in memory only (the clinician is
+  told). The engine hides bound parameters from its error messages: no question or answer text reaches the log;
+- a step id that exists in another thread is never upserted there, and a thread's owner, once set, never changes;
 - elements (the source passages behind 【n】) are stored on disk so they survive in resumed threads.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
-import os
 import uuid
 from dataclasses import asdict
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +33,14 @@ from chainlit.data.storage_clients.base import BaseStorageClient
 from chainlit.data.utils import queue_until_user_message
 from chainlit.types import Feedback
 from sqlalchemy import event, text
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 
 from clincite.core.migrations import Migrations, apply_async
 from clincite.core.settings import Settings
 from clincite.core.shapes import QueryResult
+from clincite.core.untrusted import clean_input
 from clincite.users.store import create_private, write_private
+from clincite.web.journal import WriteJournal
 
 log = logging.getLogger("clincite.datalayer")
 
@@ -43,6 +50,46 @@ STEP_BATCH_SECONDS = 0.2  # how long a step write may wait to share its transact
 # and the one writer proceed side by side and makes a commit one append; a writer that finds the database busy waits
 # up to SQLITE_BUSY_TIMEOUT seconds for its turn instead of failing with "database is locked" after sqlite3's 5 s.
 SQLITE_PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL")
+JOURNAL_FILE = "unsaved_writes.jsonl"
+LEGACY_FEEDBACK_FILE = "feedback_not_saved.jsonl"  # the feedback-only fallback of earlier releases: imported
+REPLAY_RETRY_SECONDS = 2.0  # how often kept writes are tried again while the database does not answer
+WRITE_TIMEOUT = 15.0  # a write that hangs longer (a network partition) counts as an outage
+CONNECT_TIMEOUT = 5.0  # seconds to open a PostgreSQL connection (asyncpg's default is 60)
+
+
+class Saved(StrEnum):
+    """What became of a write: in the database; kept on disk for replay; kept in memory only (disk refused too)."""
+
+    SAVED = "saved"
+    KEPT = "kept"
+    UNSAVED = "unsaved"
+
+
+def is_outage(exc: BaseException) -> bool:
+    """The database (or the disk under it) is not taking writes now — as opposed to a write it will never take."""
+    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, ProgrammingError
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+    # ProgrammingError: a table or column missing (a schema an operator broke or has not migrated yet) — the write
+    # waits for it to be fixed rather than being lost.
+    waits = (OSError, TimeoutError, ConnectionError, PoolTimeout, InterfaceError, OperationalError, ProgrammingError)
+    if isinstance(exc, waits):
+        return True
+    if isinstance(exc, DBAPIError):
+        if exc.connection_invalidated:
+            return True
+        original = getattr(exc, "orig", None)
+        state = str(getattr(original, "sqlstate", None) or getattr(original, "pgcode", None) or "")
+        names = {cls.__name__ for cls in type(original).__mro__} if original is not None else set()
+        return state.startswith(OUTAGE_SQLSTATES) or bool(names & OUTAGE_ERRORS)
+    return False
+
+
+# PostgreSQL's SQLSTATEs of "the server is not there or not ready": connection exceptions (08…), shutting down or
+# starting up (57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now), too many connections (53300).
+OUTAGE_SQLSTATES = ("08", "57P", "53300")
+# asyncpg's own connection errors (when SQLAlchemy hands them over as they are)
+OUTAGE_ERRORS = {"PostgresConnectionError", "ConnectionDoesNotExistError", "InterfaceError", "ConnectionError"}
 
 # Columns follow Chainlit 2.12's to_dict() keys (the published DDL is stale: defaultOpen, autoCollapse, ...).
 INITIAL_SCHEMA = [
@@ -135,9 +182,7 @@ async def ensure_schema(url: str) -> int:
     if url.startswith("sqlite"):
         # Created 0600 before SQLite opens it (SQLite's journal and WAL files take the database file's mode).
         create_private(Path(url.split("///", 1)[1]))
-    engine = create_async_engine(url)
-    if url.startswith("sqlite"):
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+    engine = engine_for(url)
     try:
         async with engine.begin() as connection:
             return await apply_async(connection, app_migrations)
@@ -145,13 +190,16 @@ async def ensure_schema(url: str) -> int:
         await engine.dispose()
 
 
-def insert_sql(table: str, row: dict, upsert: bool = False):
-    """INSERT of one row with bound parameters (valid in SQLite and PostgreSQL); upsert replaces by id."""
+def insert_sql(table: str, row: dict, upsert: bool = False, ignore_existing: bool = False):
+    """INSERT of one row with bound parameters (valid in SQLite and PostgreSQL); upsert replaces by id,
+    ignore_existing keeps the row already there (a replayed write lands once)."""
     columns = ", ".join(f'"{k}"' for k in row)
     values = ", ".join(f":{k}" for k in row)
     sql = f"INSERT INTO {table} ({columns}) VALUES ({values})"
     if upsert:
         sql += " ON CONFLICT (id) DO UPDATE SET " + ", ".join(f'"{k}" = :{k}' for k in row if k != "id")
+    elif ignore_existing:
+        sql += " ON CONFLICT (id) DO NOTHING"
     return text(sql)
 
 
@@ -243,23 +291,134 @@ class DatabaseStorageClient(BaseStorageClient):
         return None
 
 
+def engine_for(url: str, sqlite_busy_timeout: float | None = None):
+    """The app's engine: parameters never in error messages (they are questions and answers), dead pooled
+    connections noticed before use (after a database restart), a bounded wait for a new PostgreSQL connection; SQLite
+    in WAL mode with a busy timeout."""
+    if url.startswith("sqlite"):
+        connect_args = {"timeout": sqlite_busy_timeout} if sqlite_busy_timeout else {}
+    else:
+        connect_args = {"timeout": CONNECT_TIMEOUT} if url.startswith("postgresql+asyncpg") else {}
+    engine = create_async_engine(url, hide_parameters=True, pool_pre_ping=True, connect_args=connect_args)
+    if url.startswith("sqlite"):
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+    return engine
+
+
 class ClinCiteDataLayer(SQLAlchemyDataLayer):
     def __init__(self, settings: Settings):
-        self.fallback_file = settings.data_dir / "feedback_not_saved.jsonl"
+        self.journal = WriteJournal(settings.data_dir / JOURNAL_FILE)
+        self.legacy_feedback_file = settings.data_dir / LEGACY_FEEDBACK_FILE
+        self._replayer: asyncio.Task | None = None
         self._step_batch: StepBatch | None = None  # the writes waiting for the next commit
         self._step_commit: asyncio.Task | None = None  # the commit in progress (commits run one after another)
         sqlite = settings.db_url.startswith("sqlite")
         # One machine: element files on its disk; a shared PostgreSQL database: in it, for every worker.
         storage = LocalStorageClient(settings.data_dir / "files") if sqlite else DatabaseStorageClient()
-        super().__init__(
-            conninfo=settings.db_url,
-            connect_args={"timeout": settings.sqlite_busy_timeout} if sqlite else None,
-            storage_provider=storage,
-        )
-        if sqlite:
-            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
-        else:
+        super().__init__(conninfo=settings.db_url, storage_provider=storage)
+        # In place of Chainlit's engine (which logs parameters on errors): see engine_for.
+        self.engine = engine_for(settings.db_url, settings.sqlite_busy_timeout)
+        self.async_session = async_sessionmaker(bind=self.engine, expire_on_commit=False)
+        if not sqlite:
             storage.engine = self.engine
+
+    @property
+    def fallback_file(self) -> Path:
+        """Where writes the database did not take are kept (the journal file)."""
+        return self.journal.path
+
+    # --- writes that survive an outage ---
+    @property
+    def outage(self) -> bool:
+        """Writes are waiting for the database (it did not answer the last time it was asked)."""
+        return bool(self.journal.entries)
+
+    async def save(self, entry: dict) -> Saved:
+        """Write this entry, or keep it for replay when the database is not taking writes (in order: while anything
+        is kept, new writes queue behind it). A write the database refuses for good raises."""
+        if self.journal.entries:
+            return await self._keep(entry)
+        try:
+            async with asyncio.timeout(WRITE_TIMEOUT):
+                await self._apply(entry)
+            return Saved.SAVED
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            log.error(
+                "The database did not take a %s write (%s); kept for replay in %s",
+                entry["kind"],
+                type(exc).__name__,
+                self.journal.path,
+            )
+            return await self._keep(entry)
+
+    async def _keep(self, entry: dict) -> Saved:
+        durable = await self.journal.add(entry)
+        self.start_replay()
+        return Saved.KEPT if durable else Saved.UNSAVED
+
+    def start_replay(self) -> None:
+        """Replay the kept writes in the background (at start, and whenever one is kept)."""
+        if self.journal.entries and (self._replayer is None or self._replayer.done()):
+            self._replayer = asyncio.create_task(self._replay())
+
+    async def _replay(self) -> None:
+        while self.journal.entries:
+            written = 0
+            try:
+                for entry in list(self.journal.entries):
+                    try:
+                        async with asyncio.timeout(WRITE_TIMEOUT):
+                            await self._apply(entry)
+                    except Exception as exc:
+                        if is_outage(exc):
+                            raise
+                        log.error("A kept %s write was refused by the database (%s): dropped", entry["kind"], exc)
+                    written += 1
+            except Exception as exc:
+                log.warning("Kept writes still wait for the database (%s)", type(exc).__name__)
+            if written:
+                await self.journal.forget(written)
+                log.warning("%d kept writes are in the database now (%d still waiting)", written, len(self.journal))
+            if self.journal.entries:
+                await asyncio.sleep(REPLAY_RETRY_SECONDS)
+
+    async def close(self) -> None:
+        if self._replayer is not None:
+            self._replayer.cancel()
+            await asyncio.gather(self._replayer, return_exceptions=True)
+        await self.engine.dispose()
+
+    async def wait_for_replay(self) -> None:
+        """Until every kept write is in the database (tests, shutdown)."""
+        while self.journal.entries and self._replayer is not None:
+            await asyncio.shield(self._replayer)
+
+    async def _apply(self, entry: dict) -> None:
+        kind = entry["kind"]
+        if kind == "steps":
+            await self._write_step_rows(entry["rows"])
+        elif kind == "thread":
+            await self._write_thread(entry)
+        elif kind == "answer":
+            async with self.engine.begin() as connection:
+                await connection.execute(insert_sql("answer_records", entry["row"], ignore_existing=True), entry["row"])
+        elif kind == "element":
+            if file := entry.get("file"):  # a passage whose file lives in the database waited with its row
+                data = base64.b64decode(file["data"])
+                await self.storage_provider.upload_file(object_key=file["key"], data=data, mime=file["mime"])
+            async with self.engine.begin() as connection:
+                await connection.execute(insert_sql("elements", entry["row"], upsert=True), entry["row"])
+        elif kind == "feedback_row":
+            async with self.engine.begin() as connection:
+                await connection.execute(insert_sql("feedbacks", entry["row"], upsert=True), entry["row"])
+        elif kind == "feedback":
+            rated = await self._rate(entry["user"], Feedback(**entry["feedback"]), keep_id=True)
+            if rated is None:
+                log.warning("A kept rating was not the rater's to give (checked on replay): dropped")
+        else:
+            log.error("A kept write of unknown kind %r was dropped", kind)
 
     @queue_until_user_message()  # as Chainlit's: steps before the first message wait for it
     async def create_step(self, step_dict):
@@ -300,16 +459,29 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
             batch.committed.set_result(None)
 
     async def _store_steps(self, rows: list[dict]) -> None:
-        """In one transaction; when a bad row fails it, row by row, so that it costs no other chat its steps."""
+        """One group commit's rows: written, or kept for replay while the database is down."""
+        try:
+            await self.save({"kind": "steps", "rows": rows})
+        except Exception as exc:  # as Chainlit's execute_sql: a step that cannot be stored does not stop the chat
+            log.warning("%d step writes could not be stored: %s", len(rows), type(exc).__name__)
+
+    async def _write_step_rows(self, rows: list[dict]) -> None:
+        """In one transaction; when a bad row fails it, row by row, so that it costs no other chat its steps (an
+        outage is raised: the rows are kept)."""
         try:
             await self._write_steps(rows)
             return
-        except Exception as exc:  # as Chainlit's execute_sql: a step that cannot be stored does not stop the chat
-            what = f"Step {rows[0].get('id')}" if len(rows) == 1 else f"A batch of {len(rows)} step writes"
-            log.warning("%s could not be stored: %s: %s", what, type(exc).__name__, exc)
-        if len(rows) > 1:
-            for row in rows:
-                await self._store_steps([row])
+        except Exception as exc:
+            if is_outage(exc) or len(rows) == 1:
+                raise
+            log.warning("A batch of %d step writes failed (%s); writing them one by one", len(rows), exc)
+        for row in rows:
+            try:
+                await self._write_steps([row])
+            except Exception as exc:
+                if is_outage(exc):
+                    raise
+                log.warning("Step %s could not be stored: %s: %s", row.get("id"), type(exc).__name__, exc)
 
     async def _write_steps(self, rows: list[dict]) -> None:
         """One transaction: each step's thread row if it is missing (as Chainlit's update_thread did), then the
@@ -326,70 +498,112 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
             for columns, group in rows_by_columns(rows).items():
                 await connection.execute(upsert_steps_sql(columns), group)
 
+    # --- threads and elements: written through `save`, so an outage keeps them too ---
+    async def update_thread(
+        self,
+        thread_id: str,
+        name: str | None = None,
+        user_id: str | None = None,
+        metadata: dict | None = None,
+        tags: list[str] | None = None,
+    ) -> None:
+        """Chainlit's thread upsert, kept for replay in an outage. The owner comes from the user id or, when
+        Chainlit has none (the login's user record could not be written: the database was down), from the chat
+        session that started this thread; once a thread has an owner it never changes."""
+        entry = {
+            "kind": "thread",
+            "id": thread_id,
+            "name": clean_input(name)[:THREAD_NAME_CHARS] if name else None,
+            "userId": user_id,
+            "userIdentifier": _session_user_of(thread_id, user_id),
+            "metadata": metadata,
+            "tags": tags,
+        }
+        if user_id or name is not None or metadata is not None or tags is not None:
+            await self.save(entry)
+
+    async def _write_thread(self, entry: dict) -> None:
+        async with self.engine.begin() as connection:
+            user_id, identifier = entry.get("userId"), entry.get("userIdentifier")
+            if user_id and not identifier:
+                found = await connection.execute(text("SELECT identifier FROM users WHERE id = :id"), {"id": user_id})
+                identifier = found.scalar()
+            if identifier and not user_id:
+                user_id = await _user_id(connection, identifier, await self.get_current_timestamp())
+            found = await connection.execute(text("SELECT metadata FROM threads WHERE id = :id"), {"id": entry["id"]})
+            stored = found.scalar()
+            metadata = merged_metadata(stored, entry.get("metadata"))
+            row = {
+                "id": entry["id"],
+                "createdAt": await self.get_current_timestamp(),
+                "name": entry.get("name") or (metadata.get("name") if metadata else None),
+                "userId": user_id,
+                "userIdentifier": identifier,
+                "tags": json.dumps(entry["tags"]) if entry.get("tags") else None,
+                "metadata": json.dumps(metadata),
+            }
+            await connection.execute(UPSERT_THREAD, row)
+
+    @queue_until_user_message()  # as Chainlit's: elements before the first message wait for it
+    async def create_element(self, element) -> None:
+        """Chainlit's element write (the passage file on disk, its row in the database), the row kept for replay."""
+        if not element.for_id or self.storage_provider is None:
+            return
+        content = element.content
+        if content is None and element.path:
+            content = await asyncio.to_thread(Path(element.path).read_bytes)
+        if content is None:
+            raise ValueError("Element content or path must be provided")
+        user_id = await self._get_user_id_by_thread(element.thread_id) or "unknown"
+        key = f"{user_id}/{element.id}" + (f"/{element.name}" if element.name else "")
+        mime = element.mime or "application/octet-stream"
+        entry: dict = {"kind": "element"}
+        try:
+            if self.outage:  # the files of a shared database wait with the row
+                raise ConnectionError("the database is not taking writes")
+            await self.storage_provider.upload_file(object_key=key, data=content, mime=mime, overwrite=True)
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            payload = content.encode("utf-8") if isinstance(content, str) else content
+            entry["file"] = {"key": key, "mime": mime, "data": base64.b64encode(payload).decode("ascii")}
+        url = await self.storage_provider.get_read_url(key)
+        row = {**element.to_dict(), "url": url, "objectKey": key, "mime": mime}
+        row = {k: v for k, v in row.items() if v is not None}
+        if "props" in row:
+            row["props"] = json.dumps(row["props"])
+        await self.save({**entry, "row": row})
+
+    async def _get_user_id_by_thread(self, thread_id: str) -> str | None:
+        try:
+            return await self._owner_id(thread_id)
+        except Exception as exc:
+            if not is_outage(exc):
+                raise
+            return None
+
+    async def step_exists(self, step_id: str) -> bool:
+        """Whether the app already has a step of this id (written, or waiting for its group commit)."""
+        if self._step_batch is not None and step_id in self._step_batch.rows:
+            return True
+        return bool(await self.query("SELECT 1 FROM steps WHERE id = :id", {"id": step_id}))
+
     async def get_thread(self, thread_id: str):
         await self.flush_steps()  # a resumed thread shows every step written so far
         return await super().get_thread(thread_id)
 
-    async def replay_unsaved_feedback(self) -> tuple[int, int]:
-        """Write the ratings kept in the fallback file into the database; returns (written, still kept).
-
-        The file is first renamed, so ratings that fail meanwhile append to a fresh file and none is lost; a row
-        that fails again goes back to the fallback file. A crash mid-replay leaves the renamed file, which the next
-        start replays too (rows are upserted by id: replaying one twice writes it once).
-        """
-        replaying = self.fallback_file.with_name(self.fallback_file.stem + ".replaying.jsonl")
-        if self.fallback_file.exists():
-            if replaying.exists():  # left by a crash: keep its rows, add the new ones
-                with self.fallback_file.open("rb") as new_rows, replaying.open("ab") as old_rows:
-                    old_rows.write(new_rows.read())
-                self.fallback_file.unlink()
-            else:
-                os.replace(self.fallback_file, replaying)
-        if not replaying.exists():
-            return 0, 0
-        written = kept = 0
-        for line in replaying.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                async with self.engine.begin() as connection:
-                    await connection.execute(insert_sql("feedbacks", row, upsert=True), row)
-                written += 1
-            except Exception as exc:
-                kept += 1
-                log.warning(
-                    "Saved feedback still not written (%s: %s); kept in %s", type(exc).__name__, exc, self.fallback_file
-                )
-                fd = os.open(self.fallback_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-                with os.fdopen(fd, "a", encoding="utf-8") as f:
-                    f.write(line.rstrip("\n") + "\n")
-        replaying.unlink()
-        if written or kept:
-            log.warning(
-                "Replayed %d saved feedback rows into the database (%d still kept in %s)",
-                written,
-                kept,
-                self.fallback_file,
-            )
-        return written, kept
+    def load_journal(self) -> int:
+        """At start: the writes an earlier run kept (and the old feedback fallback file's rows), replayed soon."""
+        loaded = self.journal.load(legacy=self.legacy_feedback_file)
+        if loaded:
+            log.warning("%d writes kept by an earlier run wait for the database (%s)", loaded, self.journal.path)
+        return loaded
 
     async def upsert_feedback(self, feedback: Feedback) -> str:
-        """Write the feedback or keep it in a file: a clinician's rating is never silently dropped."""
+        """Write a (checked) rating, or keep it for replay: a clinician's rating is never silently dropped."""
         feedback.id = feedback.id or str(uuid.uuid4())
         row = {k: v for k, v in asdict(feedback).items() if v is not None}
-        try:
-            async with self.engine.begin() as connection:
-                await connection.execute(insert_sql("feedbacks", row, upsert=True), row)
-        except Exception:
-            log.exception(
-                "Feedback %s could not be written to the database; kept in %s", feedback.id, self.fallback_file
-            )
-            self.fallback_file.parent.mkdir(parents=True, exist_ok=True)
-            # Clinicians' comments: readable by the app's account only, from the moment the file exists.
-            fd = os.open(self.fallback_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            with os.fdopen(fd, "a", encoding="utf-8") as f:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        await self.save({"kind": "feedback_row", "row": row})
         return feedback.id
 
     async def owned_answer_thread(self, user_identifier: str, step_id: str) -> str | None:
@@ -404,9 +618,23 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
     async def upsert_user_feedback(self, user_identifier: str, feedback: Feedback) -> str | None:
         """Write a clinician's rating of one of their own answers; None (nothing written) for anything else.
 
-        One rating per answer: a new rating of an already rated answer replaces it, and a feedback id the client sends
-        is honoured only when it is that rating's own id (so nobody can repoint or overwrite another rating).
+        While the database is down the rating is kept with its rater, and checked exactly the same way when it is
+        replayed (a rating of someone else's answer is dropped then): the clinician's 👍/👎 is not lost.
         """
+        if not self.journal.entries:
+            try:
+                return await self._rate(user_identifier, feedback)
+            except Exception as exc:
+                if not is_outage(exc):
+                    raise
+        feedback.id = feedback.id or str(uuid.uuid4())  # the server's: honoured when the rating is replayed
+        await self._keep({"kind": "feedback", "user": user_identifier, "feedback": asdict(feedback)})
+        return feedback.id
+
+    async def _rate(self, user_identifier: str, feedback: Feedback, keep_id: bool = False) -> str | None:
+        """One rating per answer: a new rating of an already rated answer replaces it, and a feedback id the client
+        sends is honoured only when it is that rating's own id (so nobody can repoint or overwrite another rating).
+        `keep_id`: the id was given by this server (a kept rating): used for a new row."""
         thread_id = await self.owned_answer_thread(user_identifier, feedback.forId)
         if thread_id is None or (feedback.threadId and feedback.threadId != thread_id):
             return None
@@ -414,15 +642,19 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
             rows = await self.query('SELECT "forId" FROM feedbacks WHERE id = :id', {"id": feedback.id})
             if rows and rows[0]["forId"] != feedback.forId:
                 return None
-            if not rows:
+            if not rows and not keep_id:
                 feedback.id = None  # an id the client made up names nothing: the server picks the row
-        if not feedback.id:
-            rows = await self.query(
-                'SELECT id FROM feedbacks WHERE "forId" = :for_id ORDER BY "createdAt" DESC', {"for_id": feedback.forId}
-            )
-            feedback.id = rows[0]["id"] if rows else None
+        existing = await self.query(
+            'SELECT id FROM feedbacks WHERE "forId" = :for_id ORDER BY "createdAt" DESC', {"for_id": feedback.forId}
+        )
+        if existing and (not feedback.id or keep_id):
+            feedback.id = existing[0]["id"]
+        feedback.id = feedback.id or str(uuid.uuid4())
         feedback.threadId = thread_id
-        return await self.upsert_feedback(feedback)
+        row = {k: v for k, v in asdict(feedback).items() if v is not None}
+        async with self.engine.begin() as connection:
+            await connection.execute(insert_sql("feedbacks", row, upsert=True), row)
+        return feedback.id
 
     async def delete_user_feedback(self, user_identifier: str, feedback_id: str) -> bool:
         """Delete a rating in one of this user's threads; False (nothing deleted) for anyone else's or none."""
@@ -433,8 +665,8 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
         )
         return bool(rows) and await self.delete_feedback(feedback_id)
 
-    async def record_answer(self, result: QueryResult, step_id: str, thread_id: str | None, user: str | None) -> None:
-        """One row per answer: what the satisfaction metrics are computed from."""
+    async def record_answer(self, result: QueryResult, step_id: str, thread_id: str | None, user: str | None) -> Saved:
+        """One row per answer: what the satisfaction metrics are computed from (kept for replay in an outage)."""
         usage = result.usage.values()
         row = {
             "id": str(uuid.uuid4()),
@@ -460,13 +692,13 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
             "coverage": result.coverage.status,
             "coverage_missing": json.dumps(result.coverage.missing, ensure_ascii=False),
         }
-        async with self.engine.begin() as connection:
-            await connection.execute(insert_sql("answer_records", row), row)
+        return await self.save({"kind": "answer", "row": row})
 
-    async def _get_user_id_by_thread(self, thread_id: str) -> str | None:
+    async def _owner_id(self, thread_id: str) -> str | None:
         """Element files are stored under the thread owner's id; a thread's first answer can arrive before the thread
         row has its user (Chainlit then files the passage under "unknown/"): the session's own user owns it."""
-        user_id = await super()._get_user_id_by_thread(thread_id)
+        rows = await self.query('SELECT "userId" FROM threads WHERE id = :id', {"id": thread_id})
+        user_id = rows[0]["userId"] if rows else None
         if user_id:
             return user_id
         try:
@@ -516,6 +748,63 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
             return [dict(row._mapping) for row in result.fetchall()]
 
 
+THREAD_NAME_CHARS = 200  # a thread is named after its first question: the sidebar shows the start of it
+# The owner of a thread is set once (NULL until the first write that knows it) and never changed by a later write.
+UPSERT_THREAD = text(
+    'INSERT INTO threads (id, "createdAt", name, "userId", "userIdentifier", tags, metadata) '
+    "VALUES (:id, :createdAt, :name, :userId, :userIdentifier, :tags, :metadata) "
+    "ON CONFLICT (id) DO UPDATE SET name = COALESCE(excluded.name, threads.name), "
+    '"userId" = COALESCE(threads."userId", excluded."userId"), '
+    '"userIdentifier" = COALESCE(threads."userIdentifier", excluded."userIdentifier"), '
+    "tags = COALESCE(excluded.tags, threads.tags), metadata = excluded.metadata"
+)
+
+
+def merged_metadata(stored, incoming: dict | None) -> dict:
+    """As Chainlit merges a thread's metadata: incoming keys replace, a key set to None is removed."""
+    if isinstance(stored, str):
+        try:
+            stored = json.loads(stored)
+        except ValueError:
+            stored = {}
+    base = dict(stored) if isinstance(stored, dict) else {}
+    for key, value in (incoming or {}).items():
+        if value is None:
+            base.pop(key, None)
+        else:
+            base[key] = value
+    return base
+
+
+async def _user_id(connection, identifier: str, now: str) -> str:
+    """The users row of this identifier (made now if the login could not write it: the database was down)."""
+    await connection.execute(
+        text(
+            "INSERT INTO users (id, identifier, metadata, \"createdAt\") VALUES (:id, :identifier, '{}', :now) "
+            "ON CONFLICT (identifier) DO NOTHING"
+        ),
+        {"id": str(uuid.uuid4()), "identifier": identifier, "now": now},
+    )
+    found = await connection.execute(text("SELECT id FROM users WHERE identifier = :i"), {"i": identifier})
+    return found.scalar()
+
+
+def _session_user_of(thread_id: str, user_id: str | None) -> str | None:
+    """The clinician whose chat session is writing this thread (the current Chainlit context), if any."""
+    try:
+        from chainlit.context import context
+
+        session = context.session
+    except Exception:  # no Chainlit context: an HTTP route, a script
+        return None
+    user = getattr(session, "user", None)
+    if user is None or getattr(session, "thread_id", None) != thread_id:
+        return None
+    if user_id and getattr(user, "id", None) not in (None, user_id):
+        return None
+    return user.identifier
+
+
 def step_row(step_dict: dict) -> dict:
     """The columns Chainlit's step upsert writes: unset values are left out so that they overwrite nothing."""
     row = {
@@ -546,7 +835,12 @@ def upsert_steps_sql(columns: tuple[str, ...]):
     )
     names = ", ".join(f'"{key}"' for key in columns)
     values = ", ".join(f":{key}" for key in columns)
-    return text(f"INSERT INTO steps ({names}) VALUES ({values}) ON CONFLICT (id) DO UPDATE SET {updates}")
+    # A step id that exists in another thread is never upserted there: the row stays where it is, with its text
+    # (an id sent by a client, or read off a page, cannot move someone's message into the sender's thread).
+    return text(
+        f"INSERT INTO steps ({names}) VALUES ({values}) ON CONFLICT (id) DO UPDATE SET {updates} "
+        'WHERE steps."threadId" = excluded."threadId"'
+    )
 
 
 class StepBatch:

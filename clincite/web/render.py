@@ -115,8 +115,8 @@ class ChainlitRenderer:
             case DegradedEvent(degradation=d):
                 if self.message is not None:  # keep the answer the last message (it carries the feedback buttons)
                     self.late_degradations.append(d.message)
-                else:
-                    await cl.Message(content=f"⚠️ {d.message}", author=NOTICE_AUTHOR).send()
+                else:  # a degradation can name a sub-query (model output): shown as text, never as markup
+                    await cl.Message(content=f"⚠️ {inert_text(d.message)}", author=NOTICE_AUTHOR).send()
             case AnswerToken(text=text):
                 await self.token(text)
             case AnswerDone(result=result):
@@ -201,7 +201,8 @@ class ChainlitRenderer:
             await cl.Message(content=message, author=NOTICE_AUTHOR, metadata={"clincite_notice": MODE_NOTICE}).send()
             return
         icon = {"cached": "⚡", "empty_kb": "📂"}.get(kind, "")
-        await cl.Message(content=f"{icon} {event.message}".strip(), author=NOTICE_AUTHOR).send()
+        # The service's notice texts are shown as text (through the one inert renderer), like everything it sends.
+        await cl.Message(content=f"{icon} {inert_text(event.message)}".strip(), author=NOTICE_AUTHOR).send()
 
     # --- the answer ---
     async def token(self, text: str) -> None:
@@ -254,15 +255,17 @@ def final_content(result: QueryResult, late_degradations: list[str]) -> str:
         else "引用核验：本回答没有引用任何原文。"
     ]
     footer.append(coverage_line(result))
-    footer += [f"⚠️ {message}" for message in late_degradations]
+    footer += [f"⚠️ {inert_text(message)}" for message in late_degradations]
     timing = f"首字 {result.timings.get('ttft', 0):.1f} 秒 · 总计 {result.timings.get('total', 0):.1f} 秒"
     footer.append(timing + (" · 缓存" if result.cached else ""))  # the mode is said once per chat, not per answer
     return body.rstrip() + "\n\n---\n" + "  \n".join(footer)
 
 
 def coverage_line(result: QueryResult) -> str:
-    """How far the evidence answers the question, in the clinician's words (the one report format's)."""
-    return format_coverage_line(result.coverage)
+    """How far the evidence answers the question, in the clinician's words (the one report format's). The aspects are
+    the judges' words and sub-queries — model output — and made inert before the browser sees them."""
+    coverage = result.coverage.model_copy(update={"missing": [inert_text(m) for m in result.coverage.missing]})
+    return format_coverage_line(coverage)
 
 
 def source_elements(citations: list[Citation], chunks: dict[str, Chunk]) -> list[cl.Text]:

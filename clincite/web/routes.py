@@ -30,6 +30,7 @@ from fastapi.responses import (
     Response,
 )
 
+from clincite.core.untrusted import clean_input
 from clincite.kb.catalogue import Catalogue
 from clincite.web import state
 from clincite.web.admin.guard import viewer_of
@@ -37,12 +38,12 @@ from clincite.web.admin.layout import STATIC_ROUTE, static_file
 from clincite.web.admin.routes import router as admin_router
 from clincite.web.auth import login_route
 from clincite.web.datalayer import FILES_ROUTE, ClinCiteDataLayer, DatabaseStorageClient
+from clincite.web.originals import original_response
 from clincite.web.sources import (
     AVATAR,
     ORIGINAL_ROUTE,
     PASSAGE_ROUTE,
     VIEW_ROUTE,
-    original_document,
     render_document_view,
     render_passage_page,
 )
@@ -126,6 +127,9 @@ async def stored_file(object_key: str, request: Request) -> Response:
 async def put_feedback(request: Request, update: UpdateFeedbackRequest, user: CurrentUser) -> Response:
     """PUT /feedback in place of Chainlit's, which writes whatever it is sent: only the owner of the thread may rate
     one of its answers, and only their own rating of it is changed."""
+    refused = checked_comment(update.feedback)
+    if refused is not None:
+        return refused
     feedback_id = await metrics_layer().upsert_user_feedback(user.identifier, update.feedback)
     if feedback_id is None:
         return JSONResponse({"detail": "无权评价这条回答 (forbidden)"}, status_code=403)
@@ -138,6 +142,47 @@ async def put_feedback(request: Request, update: UpdateFeedbackRequest, user: Cu
     return JSONResponse({"success": True, "feedbackId": feedback_id})
 
 
+COMMENT_TOO_LONG = "反馈意见太长（{length} 字），请控制在 {limit} 字以内。"
+
+
+def checked_comment(feedback) -> Response | None:
+    """A rating's comment cleaned at the door (NUL, control and bidi characters); None when it may be stored, else
+    the refusal (413, in Chinese) for a comment over FEEDBACK_COMMENT_MAX_CHARS."""
+    if feedback.comment is None:
+        return None
+    feedback.comment = clean_input(feedback.comment)
+    limit = state.current().settings.feedback_comment_max_chars
+    if len(feedback.comment) > limit:
+        return JSONResponse(
+            {"detail": COMMENT_TOO_LONG.format(length=len(feedback.comment), limit=limit)}, status_code=413
+        )
+    return None
+
+
+SHARING_OFF = {"detail": "本系统不提供对话分享（对话含患者信息） (thread sharing is off)"}
+
+
+async def share_thread_refused(request: Request) -> Response:
+    """PUT /project/thread/share: Chainlit's handler shares a thread whatever the config says; here it is refused."""
+    return JSONResponse(SHARING_OFF, status_code=403)
+
+
+async def shared_thread_refused(thread_id: str) -> Response:
+    """GET /project/share/{id}: no thread is readable by anyone but its owner (even one shared before)."""
+    return JSONResponse({"detail": "Thread not found"}, status_code=404)
+
+
+async def limits(request: Request) -> Response:
+    """What the page checks before it sends (public/custom.js): a question over the limit is not even sent."""
+    settings = state.current().settings
+    return JSONResponse(
+        {
+            "question_max_chars": settings.question_max_chars,
+            "feedback_comment_max_chars": settings.feedback_comment_max_chars,
+        }
+    )
+
+
 async def delete_feedback(request: Request, payload: DeleteFeedbackRequest, user: CurrentUser) -> Response:
     if not await metrics_layer().delete_user_feedback(user.identifier, payload.feedbackId):
         return JSONResponse({"detail": "无权删除这条评价 (forbidden)"}, status_code=403)
@@ -145,24 +190,11 @@ async def delete_feedback(request: Request, payload: DeleteFeedbackRequest, user
 
 
 async def original_file(source: str, request: Request) -> Response:
-    """ "打开原文": the original file of a KB document, to whoever is logged in; only files the catalogue lists."""
+    """ "打开原文": the original of a KB document, to whoever is logged in; streamed from the KB's original store
+    (what was ingested), never from a path on disk (web/originals.py)."""
     if request_user(request) is None:
         return JSONResponse({"error": "需要登录 (login required)"}, status_code=401)
-    found = original_document(kb_catalogue(), source)
-    if found is None:
-        return JSONResponse({"error": "知识库中没有这个文件 (not found)"}, status_code=404)
-    path, media_type, text = found
-    headers = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox"}
-    if text is not None:  # decoded here: a Big5 or UTF-16 file reads correctly, and HTML is shown, never run
-        return Response(text, media_type="text/plain; charset=utf-8", headers=headers)
-    if media_type == "application/pdf":
-        headers.pop("Content-Security-Policy")  # the browser's PDF viewer does not run in a sandboxed document
-    return FileResponse(
-        path,
-        media_type=media_type,
-        headers=headers,
-        content_disposition_type="inline" if media_type == "application/pdf" else "attachment",
-    )
+    return await original_response(state.current().service.kb, source)
 
 
 async def passage_page(chunk_id: str, request: Request) -> Response:
@@ -182,7 +214,8 @@ async def document_view(chunk_id: str, request: Request) -> Response:
     """ "打开原文" of a Markdown or text document: rendered as a page, scrolled to the passage (#passage)."""
     if request_user(request) is None:
         return RedirectResponse("/login", status_code=303)
-    page = await asyncio.to_thread(render_document_view, kb_catalogue(), chunk_id)  # file and catalogue reads
+    kb = state.current().service.kb
+    page = await asyncio.to_thread(render_document_view, kb, chunk_id)  # the stored original and catalogue reads
     if page is None:
         return HTMLResponse("<p>无法显示这个文档（知识库可能已更新）。</p>", status_code=404)
     return HTMLResponse(
@@ -231,6 +264,9 @@ def add_routes_before_the_spa(app=fastapi_app) -> None:
     app.add_api_route("/feedback", put_feedback, methods=["PUT"])
     app.add_api_route("/feedback", delete_feedback, methods=["DELETE"])
     app.add_api_route("/login", login_route, methods=["POST"])
+    app.add_api_route("/project/thread/share", share_thread_refused, methods=["PUT"])
+    app.add_api_route("/project/share/{thread_id}", shared_thread_refused, methods=["GET"])
+    app.add_api_route("/clincite/limits", limits, methods=["GET"])
     ours = app.router.routes[before:]
     del app.router.routes[before:]
     app.router.routes[0:0] = ours

@@ -13,7 +13,6 @@ highlight survives and nothing in a document can become a link or an image.
 from __future__ import annotations
 
 import html
-import mimetypes
 import re
 import unicodedata
 from pathlib import Path
@@ -23,8 +22,10 @@ from clincite.core.naming import display_source
 from clincite.core.settings import PROJECT_DIR
 from clincite.core.shapes import Chunk, Citation, Segment
 from clincite.kb.catalogue import Catalogue
+from clincite.kb.store import KnowledgeBase
 from clincite.report.citations import normalise
 from clincite.report.inert import html_text, inert_text, markdown_html
+from clincite.web.originals import stored_text
 
 ORIGINAL_ROUTE = "/clincite/original"
 PASSAGE_ROUTE = "/clincite/passage"
@@ -247,33 +248,6 @@ def source_markdown(citation: Citation, chunk: Chunk | None) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def original_document(catalogue: Catalogue, source: str) -> tuple[Path, str, str | None] | None:
-    """(path, media type, decoded text or None) of a KB document's original file; None unless the catalogue lists
-    it and it still exists. Text formats come back decoded (Big5, UTF-16 … read correctly in the browser)."""
-    record = catalogue.documents().get(source)
-    if record is None:
-        return None
-    path = Path(record.path)
-    if not path.is_absolute() or not path.is_file():
-        return None
-    suffix = path.suffix.lower()
-    if suffix in TEXT_SUFFIXES:
-        from clincite.ingest.loaders import decode_text
-
-        return path, "text/plain", decode_text(path.read_bytes())
-    media_type = {
-        ".pdf": "application/pdf",
-        ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-        ".html": "text/plain",
-        ".htm": "text/plain",
-    }.get(suffix, mimetypes.guess_type(path.name)[0] or "application/octet-stream")
-    if suffix in (".html", ".htm"):
-        from clincite.ingest.loaders.webpage import decode_html
-
-        return path, media_type, decode_html(path.read_bytes())  # shown as its source text: never run
-    return path, media_type, None
-
-
 # The pages below share their look; light and dark, and a highlight that stays readable in both.
 PAGE_STYLE = """
 :root { --text: #1f2937; --muted: #64748b; --bg: #f8fafc; --panel: #ffffff; --accent: #0f766e;
@@ -378,16 +352,17 @@ def _text_paragraphs(text: str, marked: tuple[int, int] | None) -> str:
     return "\n".join(out)
 
 
-def render_document_view(catalogue: Catalogue, chunk_id: str) -> str | None:
+def render_document_view(kb: KnowledgeBase, chunk_id: str) -> str | None:
     """A Markdown or text document as a page (Markdown as its structure, never links, images or HTML), with the
-    passage marked and the page scrolled to it (#passage); None when it cannot be shown this way."""
-    chunk = catalogue.get_chunks([chunk_id]).get(chunk_id)
+    passage marked and the page scrolled to it (#passage); None when it cannot be shown this way. The text is the
+    original as ingested (the KB's original store), never a file read from the document folder now."""
+    chunk = kb.catalogue.get_chunks([chunk_id]).get(chunk_id)
     if chunk is None or Path(chunk.source).suffix.lower() not in TEXT_SUFFIXES:
         return None
-    found = original_document(catalogue, chunk.source)
-    if found is None or found[2] is None:
+    text = stored_text(kb, chunk.source)
+    if text is None:
         return None
-    original = _without_front_matter(found[2].replace("\r\n", "\n").replace("\r", "\n"))
+    original = _without_front_matter(text.replace("\r\n", "\n").replace("\r", "\n"))
     marked = passage_lines(original, chunk.text)
     if Path(chunk.source).suffix.lower() in MARKDOWN_SUFFIXES:
         body = markdown_html(original, mark_lines=marked)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 import sys
 import time
 
@@ -30,6 +31,19 @@ STARTERS = [
 ]
 
 
+ROOT_REFUSED = (
+    "ClinCite 拒绝以 root 身份运行：以 root 运行时，它读取的每个文件、运行的每个解析器都能触及整台机器。"
+    "请用普通账号启动；确需以 root 运行（例如容器内唯一的账号）时，设置 ALLOW_ROOT=true。"
+    " (refusing to run as root: start it as an ordinary user, or set ALLOW_ROOT=true)"
+)
+
+
+def refuse_to_run_as_root() -> None:
+    """Exit before anything starts when the process runs as root and ALLOW_ROOT does not say that is meant."""
+    if os.geteuid() == 0 and not load_settings().allow_root:
+        raise SystemExit(ROOT_REFUSED)
+
+
 def prepare_auth_secret() -> None:
     """Chainlit refuses to start with login on and no CHAINLIT_AUTH_SECRET: keep one per installation."""
     ensure_auth_secret(load_settings())
@@ -51,7 +65,7 @@ async def start_app(app: AppContext) -> None:
     app.background.add(listener)  # other workers' logouts and new KB versions, at once (with REDIS_URL)
     await ensure_schema(app.settings.db_url)
     warn_without_admin(app)
-    await replay_unsaved_feedback(app)
+    replay_kept_writes(app)
     await ingest_sample_kb_if_empty(app)
     task = asyncio.create_task(warm_up(app))
     app.background.add(task)
@@ -78,16 +92,21 @@ def warn_without_admin(app: AppContext) -> None:
 
 
 async def stop_app(app: AppContext) -> None:
-    """The step writes still waiting for their group commit go to the database before the process ends."""
+    """The step writes still waiting for their group commit go to the database before the process ends (or into
+    the journal, replayed at the next start, when the database does not take them)."""
     await app.data_layer.flush_steps()
+    if app.data_layer.outage:
+        log.error(
+            "%d writes still wait for the database; kept in %s",
+            len(app.data_layer.journal),
+            app.data_layer.journal.path,
+        )
 
 
-async def replay_unsaved_feedback(app: AppContext) -> None:
-    """Ratings the database refused earlier (kept in feedback_not_saved.jsonl) go into it now."""
-    try:
-        await app.data_layer.replay_unsaved_feedback()
-    except Exception:  # the database may still be failing: the rows stay in the file for the next start
-        log.exception("Replaying unsaved feedback failed; the file is kept")
+def replay_kept_writes(app: AppContext) -> None:
+    """Writes an earlier run kept because the database did not take them go into it now (in the background)."""
+    app.data_layer.load_journal()
+    app.data_layer.start_replay()
 
 
 async def ingest_sample_kb_if_empty(app: AppContext) -> None:

@@ -15,11 +15,13 @@ from chainlit.types import ThreadDict
 
 from clincite.core.settings import Settings, load_settings
 from clincite.core.shapes import ChatTurn, Coverage, Degradation, QueryResult
+from clincite.core.untrusted import clean_input
 from clincite.question.service import TwoStageQueryService
 from clincite.users.store import UserStore, check_login
 from clincite.web.auth import bind as bind_accounts
 from clincite.web.auth import current_generation, off_the_loop
-from clincite.web.datalayer import ClinCiteDataLayer
+from clincite.web.datalayer import ClinCiteDataLayer, Saved
+from clincite.web.fairness import ClinicianQueues
 from clincite.web.render import ANSWER_AUTHOR
 
 log = logging.getLogger("clincite.app")
@@ -32,6 +34,7 @@ class AppContext:
     service: TwoStageQueryService
     users: UserStore
     data_layer: ClinCiteDataLayer
+    queues: ClinicianQueues
     background: set[asyncio.Task] = field(default_factory=set)
 
     @classmethod
@@ -41,9 +44,11 @@ class AppContext:
             service=TwoStageQueryService(settings),
             users=UserStore.for_settings(settings),
             data_layer=ClinCiteDataLayer(settings),
+            queues=ClinicianQueues(settings.questions_in_flight_per_clinician),
         )
 
     async def login(self, username: str, password: str) -> cl.User | None:
+        username = clean_input(username).strip()  # as the account was stored (no control or bidi characters)
         # bcrypt costs ~0.25 s of CPU: off the event loop, so a login never stalls the other clinicians.
         account = await off_the_loop(check_login, self.settings, self.users, username, password)
         if account is None:
@@ -66,15 +71,22 @@ class AppContext:
                 history.append(ChatTurn(role="assistant", content=step.get("output") or ""))
         return history[-2 * self.settings.history_turns :]
 
-    async def record(self, result: QueryResult, run_step_id: str | None, thread_id: str | None, user) -> None:
+    async def record(self, result: QueryResult, run_step_id: str | None, thread_id: str | None, user) -> Saved:
+        """The answer's record (and what became of it: saved, kept for replay, or not even that)."""
         if run_step_id is None:
-            return
+            return Saved.SAVED
         try:
-            await self.data_layer.record_answer(result, run_step_id, thread_id, getattr(user, "identifier", None))
-        except Exception:
-            log.exception("Answer record not saved (metrics will miss this answer)")
+            saved = await self.data_layer.record_answer(
+                result, run_step_id, thread_id, getattr(user, "identifier", None)
+            )
+        except Exception as exc:
+            log.error("Answer record not saved (%s); metrics will miss this answer", type(exc).__name__)
+            return Saved.UNSAVED
+        # The question and answer themselves are step writes, group-committed a moment later: an outage the
+        # record met holds them too.
+        return Saved.KEPT if saved == Saved.SAVED and self.data_layer.outage else saved
 
-    async def record_failure(self, question: str, error: BaseException, run_step_id, thread_id, user) -> None:
+    async def record_failure(self, question: str, error: BaseException, run_step_id, thread_id, user) -> Saved:
         """A question that failed outright still leaves its record, counted as `failed` on /metrics."""
         failure = Degradation(component="failed", message=QUESTION_FAILED, error=f"{type(error).__name__}: {error}")
         result = QueryResult(
@@ -91,7 +103,19 @@ class AppContext:
             degradations=[failure],
             coverage=Coverage(status="no_evidence"),
         )
-        await self.record(result, run_step_id, thread_id, user)
+        return await self.record(result, run_step_id, thread_id, user)
+
+
+NOT_SAVED_NOTICES = {
+    Saved.KEPT: "数据库暂时无法写入：这次问答已暂存在服务器上，数据库恢复后自动保存，稍后可在历史记录中看到。",
+    Saved.UNSAVED: "数据库和服务器磁盘暂时都无法写入：这次问答尚未保存（服务器会继续重试）。如需留存，请自行记录；"
+    "并请告知管理员。",
+}
+
+
+def saving_notice(saved: Saved) -> str | None:
+    """What the clinician is told when an answer did not go into the database (None: it did)."""
+    return NOT_SAVED_NOTICES.get(saved)
 
 
 _current: AppContext | None = None
