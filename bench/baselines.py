@@ -13,7 +13,7 @@ from __future__ import annotations
 from clincite.core.shapes import DecompositionReady, SubQuery, SubQueryAnalysis
 from clincite.question.run import QuestionRun
 from clincite.question.service import TwoStageQueryService
-from clincite.question.stages import decompose, judge, search
+from clincite.question.stages import Phase, decompose, judge, search
 
 
 class StageSerialService(TwoStageQueryService):
@@ -23,13 +23,20 @@ class StageSerialService(TwoStageQueryService):
         sub_queries = [sq async for sq in decompose(self.deps, run, stream=False)]
         run.emit(DecompositionReady(sub_queries=sub_queries))
         every = [SubQuery(id="q0", text=run.question, focus="原问题"), *sub_queries]
-        hits = await search(self.deps, run, every, stage=1)
-        return sub_queries, await self._judge_all(run, every, hits, stage=1)
+        searching, judging = Phase(run, "search"), Phase(run, "judgement")
+        searching.expect()
+        searching.close()
+        hits = await search(self.deps, run, every, 1, searching)
+        judging.expect(len(every))
+        judging.close()
+        return sub_queries, await self._judge_all(run, every, hits, 1, judging)
 
 
 class SerialService(StageSerialService):
-    async def _judge_all(self, run: QuestionRun, sub_queries: list[SubQuery], hits, stage: int):
-        return [await judge(self.deps, run, sq, found, stage) for sq, found in zip(sub_queries, hits, strict=True)]
+    async def _judge_all(self, run: QuestionRun, sub_queries: list[SubQuery], hits, stage: int, phase=None):
+        return [
+            await judge(self.deps, run, sq, found, stage, phase) for sq, found in zip(sub_queries, hits, strict=True)
+        ]
 
 
 SERVICES = {"overlapped": TwoStageQueryService, "stage_serial": StageSerialService, "serial": SerialService}

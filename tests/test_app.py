@@ -110,6 +110,15 @@ async def test_a_question_renders_steps_a_streamed_report_and_linked_sources(app
     assert "命中" in hits and "BM25" not in hits  # found by 关键词/语义, no raw scores
     decomposition = [u for u in captured.of("update") if u["id"] == steps["问题分解"]["id"] and u.get("output")]
     assert "低浓度阿托品的不良反应" in decomposition[-1]["output"]
+    # Each step closes when its own stage says it has finished: the search step before the last judgement is in.
+    order = [(kind, payload) for kind, payload in captured.events if kind in ("step", "update")]
+    search_closed = next(
+        i for i, (kind, s) in enumerate(order) if kind == "update" and s["id"] == steps["检索"]["id"] and s.get("end")
+    )
+    last_judgement = max(
+        i for i, (kind, s) in enumerate(order) if kind == "step" and s.get("parentId") == steps["相关性判断"]["id"]
+    )
+    assert search_closed < last_judgement
 
     streamed = captured.of("stream_start")[0]["output"] + "".join(captured.of("token"))
     assert streamed.startswith("> 离线演示模式")  # the report streamed before it was sent whole

@@ -23,7 +23,9 @@ from clincite.core.shapes import (
     JudgementDone,
     NoticeEvent,
     SearchDone,
+    SearchStarted,
     Stage2Started,
+    StageFinished,
     StageStarted,
 )
 from clincite.ingest.pipeline import Ingestor
@@ -152,6 +154,47 @@ async def test_offline_report_has_three_sections_and_every_quote_verifies(offlin
     assert not any(word in sq.text for sq in result.sub_queries for word in ("？", "和", "的效果"))
     assert result.timings["ttft"] <= result.timings["total"]
     assert {"decomposition", "search", "judgement", "sufficiency", "answer"} <= set(result.timings)
+
+
+def stage_events(events) -> list[tuple[str, str]]:
+    return [(type(e).__name__, e.stage) for e in events if isinstance(e, StageStarted | StageFinished)]
+
+
+def position(events, predicate) -> list[int]:
+    return [i for i, e in enumerate(events) if predicate(e)]
+
+
+@pytest.mark.parametrize("path", ["offline", "llm_stage2"])
+async def test_every_stage_sends_its_own_started_and_finished_event(path, offline_service, service):
+    """What a renderer needs to open and close each step: no stage is left for it to guess the end of."""
+    if path == "offline":
+        events, result = await collect(offline_service)
+    else:
+        with service.agents.sufficiency_judge.override(model=structured(insufficient)):
+            events, result = await collect(service)
+    started = [e.stage for e in events if isinstance(e, StageStarted)]
+    finished = [e.stage for e in events if isinstance(e, StageFinished)]
+    expected = {"decomposition", "search", "judgement", "sufficiency", "answer"} | (
+        {"stage2"} if path == "llm_stage2" else set()
+    )
+    assert sorted(started) == sorted(finished) == sorted(expected), stage_events(events)
+    for stage in expected:  # each finished after it started
+        assert (
+            position(events, lambda e, s=stage: isinstance(e, StageStarted) and e.stage == s)[0]
+            < position(events, lambda e, s=stage: isinstance(e, StageFinished) and e.stage == s)[0]
+        )
+    end_of = {
+        stage: position(events, lambda e, s=stage: isinstance(e, StageFinished) and e.stage == s)[0]
+        for stage in ("search", "judgement")
+    }
+    searches = position(events, lambda e: isinstance(e, SearchDone) and e.stage == 1)
+    judgements = position(events, lambda e: isinstance(e, JudgementDone) and e.stage == 1)
+    assert max(searches) < end_of["search"] and max(judgements) < end_of["judgement"]
+    assert len(searches) == len(judgements) == len(result.sub_queries) + 1  # and the question itself (q0)
+    searches_started = [e.sub_query.id for e in events if isinstance(e, SearchStarted)]
+    assert sorted(searches_started) == sorted(e.sub_query.id for e in events if isinstance(e, SearchDone)), (
+        "every search says when it starts"
+    )
 
 
 async def test_stage2_runs_only_when_the_verdict_asks_for_it(service):
@@ -367,7 +410,8 @@ async def test_answer_cache_replays_and_ingestion_invalidates_it(tmp_path):
     settings = make_settings(tmp_path)  # its own KB: the ingest below must not change the session's sample KB
     kb = KnowledgeBase(settings)
     Ingestor(settings, kb).run([SAMPLE_KB / ORTHO_K])
-    service = TwoStageQueryService(settings, HybridSearcher(settings, kb))
+    searcher = HybridSearcher(settings, kb)
+    service = TwoStageQueryService(settings, searcher)
     _, first = await collect(service, "角膜塑形镜的禁忌症有哪些？")
     events, second = await collect(service, "角膜塑形镜的禁忌症有哪些？ ")
     assert not first.cached and second.cached
@@ -412,4 +456,5 @@ def test_cli_json_matches_the_contract(kb_settings, sample_kb, run_cli):
     assert payload["usage"] == {}, "offline mode calls no model: there is no token usage to report"
     assert payload["coverage"] == {"status": "answered", "missing": []}
     assert "问题分解" in out.stderr, "the steps are shown while the JSON goes to stdout"
+    assert "✓ 检索" in out.stderr and "✓ 相关性判断" in out.stderr, "search and judgement say when they are done"
     assert ATROPINE.removesuffix(".md") in out.stderr

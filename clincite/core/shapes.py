@@ -251,11 +251,19 @@ class DecompositionReady(BaseModel):
     sub_queries: list[SubQuery]
 
 
+class SearchStarted(BaseModel):
+    type: Literal["search_started"] = "search_started"
+    stage: int
+    sub_query: SubQuery
+
+
 class SearchDone(BaseModel):
     type: Literal["search_done"] = "search_done"
     stage: int
     sub_query: SubQuery
     hits: list[Hit]
+    kb_version: int | None = None  # the published KB version this search read
+    degradation: Degradation | None = None  # a retriever that failed during this search (its notice is sent apart)
 
 
 class JudgementStarted(BaseModel):
@@ -311,6 +319,7 @@ Event = Annotated[
     StageStarted
     | StageFinished
     | DecompositionReady
+    | SearchStarted
     | SearchDone
     | JudgementStarted
     | JudgementDone

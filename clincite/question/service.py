@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator
 
 from clincite.core.settings import Settings
 from clincite.core.shapes import (
-    STAGE_LABELS,
     AnswerDone,
     AnswerToken,
     ChatTurn,
@@ -27,7 +26,6 @@ from clincite.core.shapes import (
     NoticeEvent,
     QueryResult,
     Stage2Started,
-    StageStarted,
     SubQuery,
     SubQueryAnalysis,
 )
@@ -42,6 +40,7 @@ from clincite.question.run import QuestionRun
 from clincite.question.speculation import AnswerGate
 from clincite.question.stages import (
     Deps,
+    Phase,
     decompose,
     judge,
     judge_sufficiency,
@@ -121,7 +120,7 @@ class TwoStageQueryService:
     async def run(self, question: str, history: list[ChatTurn] | None = None) -> AsyncIterator[Event]:
         """The events of one question, in order of happening. Closing the iterator cancels the question."""
         history = list(history or [])[-2 * self.settings.history_turns :]
-        key = self.cache.key(question, history, await asyncio.to_thread(self._fingerprint))  # KB version: a query
+        key = self.cache.key(question, history, self._fingerprint(self.kb.catalogue.version))
         if cached := self.cache.get(key):
             async for event in replay(cached):
                 yield event
@@ -183,13 +182,12 @@ class TwoStageQueryService:
         """The report; when no sub-query kept any evidence, the plain abstention instead (no answer model call)."""
         if any(a.extracts for a in analyses):
             return await stream_answer(self.deps, run, analyses, AnswerGate.opened(), gaps)
-        started = run.elapsed()
         searched = [sq.text for sq in [*run.sub_queries, *run.stage2_queries]]
         report = abstention_report(run.question, searched, run.closest_sources())
         await open_answer(run, AnswerGate.opened())
         for i in range(0, len(report), FALLBACK_PIECE):
             run.emit(AnswerToken(text=report[i : i + FALLBACK_PIECE]))
-        run.finish("answer", started)
+        run.finish("answer")
         return report
 
     async def _opening_notices(self, run: QuestionRun) -> None:
@@ -203,37 +201,51 @@ class TwoStageQueryService:
         deps = self.deps
         original = SubQuery(id="q0", text=run.question, focus="原问题")
         sub_queries: list[SubQuery] = []
-        async with asyncio.TaskGroup() as tasks:
-            judged = [tasks.create_task(search_and_judge(deps, run, original, stage=1))]
-            async for sub_query in decompose(deps, run):
-                sub_queries.append(sub_query)
-                judged.append(tasks.create_task(search_and_judge(deps, run, sub_query, stage=1)))
-            run.emit(DecompositionReady(sub_queries=sub_queries))
+        phases = (Phase(run, "search"), Phase(run, "judgement"))
+
+        def search_and_judge_soon(sub_query: SubQuery) -> asyncio.Task[SubQueryAnalysis]:
+            for phase in phases:
+                phase.expect()
+            return tasks.create_task(search_and_judge(deps, run, sub_query, 1, phases))
+
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                judged = [search_and_judge_soon(original)]
+                async for sub_query in decompose(deps, run):
+                    sub_queries.append(sub_query)
+                    judged.append(search_and_judge_soon(sub_query))
+                run.emit(DecompositionReady(sub_queries=sub_queries))
+                for phase in phases:
+                    phase.close()  # nothing more to search: each stage ends with its last call
+        finally:
+            for phase in phases:
+                phase.end()
         return sub_queries, [task.result() for task in judged]
 
     async def _stage2(self, run: QuestionRun, sub_queries: list[SubQuery]) -> list[SubQueryAnalysis]:
-        started = run.elapsed()
-        run.emit(StageStarted(stage="stage2", label=STAGE_LABELS["stage2"]))
+        run.start("stage2")
         run.emit(Stage2Started(sub_queries=sub_queries))
         hits = await search(self.deps, run, sub_queries, stage=2)
-        fresh = [[h for h in found if h.chunk_id not in run.judged_chunks] for found in hits]  # judged once only
+        fresh = [[h for h in found if h.chunk_id not in run.stage1_chunks] for found in hits]  # judged once only
         analyses = await self._judge_all(run, sub_queries, fresh, stage=2)
-        run.finish("stage2", started)
+        run.finish("stage2")
         return analyses
 
-    async def _judge_all(self, run: QuestionRun, sub_queries: list[SubQuery], hits, stage: int):
+    async def _judge_all(
+        self, run: QuestionRun, sub_queries: list[SubQuery], hits, stage: int, phase: Phase | None = None
+    ) -> list[SubQueryAnalysis]:
         async with asyncio.TaskGroup() as tasks:
             judged = [
-                tasks.create_task(judge(self.deps, run, sq, found, stage))
+                tasks.create_task(judge(self.deps, run, sq, found, stage, phase))
                 for sq, found in zip(sub_queries, hits, strict=True)
             ]
         return [task.result() for task in judged]
 
-    def _fingerprint(self) -> list:
+    def _fingerprint(self, kb_version: int) -> list:
         """Everything besides the question that decides an answer: a change makes cached answers stale."""
         s = self.settings
         return [
-            self.kb.catalogue.version,
+            kb_version,
             self.mode,
             s.embedding_model,
             s.bm25_top_k,

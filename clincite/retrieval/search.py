@@ -46,7 +46,8 @@ BM25_MISSING_NOTICE = "关键词索引尚未建立或已损坏，本次仅使用
 class SearchResults(list):
     """`list[list[Hit]]`, one list per query, plus what failed during this call.
 
-    `failed` maps a retriever ("semantic" or "bm25") to the English reason it contributed nothing.
+    `failed` maps a retriever ("semantic" or "bm25") to the English reason it contributed nothing; `version` is the
+    published KB version the call read (what an answer made from these hits is an answer of).
     """
 
     def __init__(
@@ -55,8 +56,10 @@ class SearchResults(list):
         failed: dict[str, str] | None = None,
         notice: str | None = None,
         component: str | None = None,
+        version: int | None = None,
     ):
         super().__init__(per_query)
+        self.version = version
         self.failed: dict[str, str] = dict(failed or {})
         self.notice = notice  # Chinese, for the clinician; None when both retrievers ran
         self.component = component  # "vector_store" | "embeddings" | "bm25_index"
@@ -355,7 +358,7 @@ class HybridSearcher:
         self.stats["searches"] += 1
         self.stats["bm25_only_searches"] += "semantic" in failed
         merged = await asyncio.to_thread(self._merge, bm25_results, sem_results)  # catalogue reads off the loop
-        return SearchResults(merged, failed, notice, component)
+        return SearchResults(merged, failed, notice, component, view.version)
 
     def _merge(self, bm25_results, sem_results) -> list[list[Hit]]:
         wanted = {cid for r in (*bm25_results, *sem_results) for cid, _ in r}

@@ -21,7 +21,6 @@ from clincite.core.shapes import (
     DegradedEvent,
     Event,
     JudgementDone,
-    JudgementStarted,
     NoticeEvent,
     QueryResult,
     SearchDone,
@@ -72,14 +71,7 @@ class ChainlitRenderer:
                 await self.notice(event)
             case StageStarted(stage="answer"):
                 self.message = cl.Message(content="", author=ANSWER_AUTHOR)
-            case StageStarted(stage="search"):
-                await self.open_step("search")
-            case StageStarted(stage="sufficiency"):
-                for done in ("search", "judgement"):  # every stage-1 search and judgement has finished by now
-                    if done in self.steps:
-                        await self.close_step(done)
-                await self.open_step("sufficiency")
-            case StageStarted(stage=stage) if stage in ("decomposition", "stage2"):
+            case StageStarted(stage=stage):
                 await self.open_step(stage)
             case StageFinished(stage=stage) if stage in self.steps:
                 await self.close_step(stage)
@@ -92,8 +84,6 @@ class ChainlitRenderer:
                 await step.update()
             case SearchDone():
                 await self.search_done(event)
-            case JudgementStarted(stage=1) if "judgement" not in self.steps:
-                await self.open_step("judgement")
             case JudgementDone():
                 await self.judgement_done(event)
             case SufficiencyReady(verdict=v):
@@ -148,9 +138,7 @@ class ChainlitRenderer:
         await step.send()
 
     async def search_done(self, event: SearchDone) -> None:
-        parent = "stage2" if event.stage == 2 else "search"
-        if parent not in self.steps:
-            await self.open_step(parent)
+        parent = "stage2" if event.stage == 2 else "search"  # opened by its StageStarted
         lines = [f"**{inert_text(event.sub_query.text)}**\n"]
         for i, hit in enumerate(event.hits, 1):
             # In words, not scores: which retriever found the passage, and where it stands in its document.
@@ -166,9 +154,7 @@ class ChainlitRenderer:
         await self.child(parent, step_label("检索", event.sub_query), "\n".join(lines))
 
     async def judgement_done(self, event: JudgementDone) -> None:
-        parent = "stage2" if event.stage == 2 else "judgement"
-        if parent not in self.steps:
-            await self.open_step(parent)
+        parent = "stage2" if event.stage == 2 else "judgement"  # opened by its StageStarted
         a = event.analysis
         # Sub-answers and extracts are document text (or model text made from it): shown, never rendered as markup.
         extracts = (
