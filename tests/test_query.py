@@ -418,10 +418,78 @@ async def test_answer_cache_replays_and_ingestion_invalidates_it(tmp_path):
     assert second.answer == first.answer
     assert any(isinstance(e, NoticeEvent) and e.kind == "cached" for e in events)
     assert any(isinstance(e, DecompositionReady) for e in events), "the steps are replayed too"
-    Ingestor(settings, kb).run([SAMPLE_KB / ATROPINE])  # any ingest makes the cached answers stale
+    Ingestor(settings, kb).run([SAMPLE_KB / ATROPINE])  # any ingest makes the cached answers stale …
+    searcher.refresh()  # … once the searcher serves what it published
     _, third = await collect(service, "角膜塑形镜的禁忌症有哪些？")
     assert not third.cached
     kb.close()
+
+
+async def test_an_answer_given_while_the_searcher_still_served_the_old_kb_is_not_replayed_after_the_swap(tmp_path):
+    """The window between ingest's catalogue commit and the searcher's swap: a question asked then is answered from
+    the old index. Its answer belongs to the old version; once the new index is served it must not be replayed."""
+    settings = make_settings(tmp_path, kb_reload_interval=3600)  # the searcher swaps only when told to (refresh)
+    kb = KnowledgeBase(settings)
+    Ingestor(settings, kb).run([SAMPLE_KB / ORTHO_K])
+    searcher = HybridSearcher(settings, kb)
+    service = TwoStageQueryService(settings, searcher)
+    question = "低浓度阿托品有哪些副作用？"
+    _, before = await collect(service, question)
+    assert before.coverage.status == "no_evidence"
+    Ingestor(settings, kb).run([SAMPLE_KB / ATROPINE])  # the catalogue's version moves on at once …
+    _, in_the_window = await collect(service, question)  # … while the searcher still reads the old index
+    assert in_the_window.coverage.status == "no_evidence" and "知识库中未找到" in in_the_window.answer
+    searcher.refresh()  # the new index swapped in
+    _, after = await collect(service, question)
+    assert not after.cached, "the answer of the old index was replayed after the new one was served"
+    assert after.coverage.status != "no_evidence"
+    assert any(ATROPINE.removesuffix(".md") in c.source for c in after.citations)
+    kb.close()
+
+
+class LoopWatch:
+    """Wraps an object: records each method called from the thread that runs the event loop (a blocking read)."""
+
+    def __init__(self, wrapped, on_loop: list[str]):
+        self._wrapped, self._on_loop = wrapped, on_loop
+
+    def __getattr__(self, name):
+        value = getattr(self._wrapped, name)
+        if not callable(value):
+            if asyncio._get_running_loop() is not None:
+                self._on_loop.append(name)
+            return value
+
+        def watched(*args, **kwargs):
+            if asyncio._get_running_loop() is not None:
+                self._on_loop.append(name)
+            return value(*args, **kwargs)
+
+        return watched
+
+
+async def test_the_question_path_reads_the_kb_off_the_event_loop(kb_settings, sample_kb, monkeypatch):
+    """Every clinician's chat shares one event loop: the catalogue (SQLite) and the published index pointer (a file)
+    are read in threads, including for the answer cache's key, on a first question and on a cached one."""
+    from clincite.kb import bm25
+
+    on_loop: list[str] = []
+    kb = KnowledgeBase(kb_settings)
+    kb.catalogue = LoopWatch(kb.catalogue, on_loop)
+    published = bm25.BM25Index.published
+
+    def watched_published(folder):
+        if asyncio._get_running_loop() is not None:
+            on_loop.append("BM25Index.published")
+        return published(folder)
+
+    monkeypatch.setattr(bm25.BM25Index, "published", staticmethod(watched_published))
+    searcher = HybridSearcher(kb_settings.model_copy(update={"kb_reload_interval": 0.001}), kb)
+    service = TwoStageQueryService(kb_settings, searcher)
+    _, first = await collect(service, "角膜塑形镜的禁忌症有哪些？")
+    _, second = await collect(service, "角膜塑形镜的禁忌症有哪些？")
+    assert first.citations and second.cached
+    assert on_loop == [], f"read on the event loop: {sorted(set(on_loop))}"
 
 
 def test_offline_detection_is_not_fooled_by_chainlits_ci_key(kb_settings):

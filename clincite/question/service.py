@@ -120,8 +120,10 @@ class TwoStageQueryService:
     async def run(self, question: str, history: list[ChatTurn] | None = None) -> AsyncIterator[Event]:
         """The events of one question, in order of happening. Closing the iterator cancels the question."""
         history = list(history or [])[-2 * self.settings.history_turns :]
-        key = self.cache.key(question, history, self._fingerprint(self.kb.catalogue.version))
-        if cached := self.cache.get(key):
+        # The version the searcher serves now (reading it may touch the KB folder: off the loop). A run is stored
+        # under the version its searches actually read, which may be older than the catalogue's during an ingest.
+        serving = await asyncio.to_thread(lambda: self.searcher.serving_version)
+        if cached := self.cache.get(self.cache.key(question, history, self._fingerprint(serving))):
             async for event in replay(cached):
                 yield event
             return
@@ -143,7 +145,9 @@ class TwoStageQueryService:
             if not task.done():
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)  # nothing of this question outlives it
-        self.cache.remember(key, recorded)
+        if len(question_run.kb_versions) == 1:  # an answer of one KB version (not one straddling a swap)
+            (version,) = question_run.kb_versions
+            self.cache.remember(self.cache.key(question, history, self._fingerprint(version)), recorded)
 
     # --- the story of one question ---
     async def _answer_question(self, run: QuestionRun) -> None:

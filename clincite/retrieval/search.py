@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -99,7 +100,7 @@ class HybridSearcher:
         self._view: KBView | None = None
         self._view_lock = threading.Lock()
         self._reloading: threading.Thread | None = None
-        self._last_check = 0.0
+        self._last_check = -math.inf
         # Vector-store calls get their own small pool: a hung store occupies these threads, never the event loop's
         # default executor that every other to_thread() call of the app shares.
         self._vector_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="clincite-vectors")
@@ -195,7 +196,7 @@ class HybridSearcher:
 
     def refresh(self, wait: bool = True) -> int:
         """Check for a newly published KB version now (tests, admin); returns the version being served."""
-        self._last_check = 0.0
+        self._last_check = -math.inf  # (monotonic time starts near 0 at boot: 0.0 would not be "long ago")
         self._current_view()
         thread = self._reloading
         if wait and thread is not None:
