@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import logging
 
+from clincite.core.logs import switch_off_library_telemetry
+
+switch_off_library_telemetry()  # before Chainlit and what it imports (literalai → traceloop-sdk, OpenTelemetry)
+
 import chainlit as cl
 from chainlit.server import app as fastapi_app
 from chainlit.types import ThreadDict
