@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 import uuid
 
 import pytest
-from conftest import ROOT, make_settings
+from conftest import chainlit_app, make_settings
 
 from clincite.web.render import final_content, source_elements
 
@@ -28,19 +26,8 @@ class Captured:
 def app_module(kb_settings, sample_kb, tmp_path_factory):
     """app.py loaded the way `chainlit run` loads it, on the session's sample KB, persistence off."""
     data = tmp_path_factory.mktemp("app")
-    os.environ["CHAINLIT_APP_ROOT"] = str(data)
-    import chainlit.data
-    from chainlit.config import config, load_module
-
-    from clincite.web import state
-
-    state.configure(make_settings(data, kb_dir=kb_settings.kb_dir))
-    target = str(ROOT / "app.py")
-    load_module(target)
-    config.code.data_layer = None
-    chainlit.data._data_layer_initialized = False
-    yield sys.modules[target]
-    os.environ.pop("CHAINLIT_APP_ROOT", None)
+    with chainlit_app(make_settings(data, kb_dir=kb_settings.kb_dir), data) as (_, module):
+        yield module
 
 
 def use_context():

@@ -17,6 +17,7 @@ from conftest import CHROMIUM, CHROMIUM_ARGS, ROOT, give_feedback, send_question
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 STARTER_LABEL = "低浓度阿托品"
 STARTER_QUESTION = "低浓度阿托品控制近视的效果和副作用？"
+pytestmark = pytest.mark.browser
 
 if not Path(CHROMIUM).exists():
     if os.environ.get("CI"):
