@@ -7,12 +7,12 @@ import hashlib
 import logging
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from cachetools import LRUCache
 
 from clincite.core.settings import Settings
 
@@ -60,7 +60,7 @@ class Embedder:
         self._model = None
         self._error: EmbeddingUnavailable | None = None
         self._load_lock = threading.Lock()
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache: LRUCache[str, np.ndarray] = LRUCache(QUERY_CACHE_SIZE)
         self._cache_lock = threading.Lock()
         # The model's own query/document prompts (its config's "prompts"), else its family's; set when it loads.
         self.query_prompt, self.document_prompt = family_prompts(model)
@@ -68,6 +68,11 @@ class Embedder:
     @property
     def error(self) -> EmbeddingUnavailable | None:
         return self._error
+
+    @property
+    def loaded(self) -> bool:
+        """The model is in memory (loading it takes seconds: a caller that must not wait for that checks this)."""
+        return self._model is not None
 
     def load(self):
         """Load the model (once). Raises EmbeddingUnavailable with a fix-it message when it cannot be loaded."""
@@ -153,9 +158,6 @@ class Embedder:
         with self._cache_lock:
             for q in queries:
                 self._cache[q] = known[q]
-                self._cache.move_to_end(q)
-            while len(self._cache) > QUERY_CACHE_SIZE:
-                self._cache.popitem(last=False)
         return np.stack([known[q] for q in queries]) if queries else np.zeros((0, 0))
 
 

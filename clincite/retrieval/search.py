@@ -207,7 +207,7 @@ class HybridSearcher:
         started = time.perf_counter()
         try:
             new = self._open_view()
-            if new.vectors is not None and self.embedder.error is None and self.embedder._model is not None:
+            if new.vectors is not None and self.embedder.error is None and self.embedder.loaded:
                 # The first query of a fresh Chroma view loads its HNSW index: pay that here, not in a question.
                 try:
                     new.vectors.query(self.embedder.encode_queries(["预热"]).tolist(), 1)
