@@ -46,6 +46,7 @@ from fake_openai_server import FakeOpenAIServer, LatencyProfile  # noqa: E402
 from clincite.core.logs import quiet_libraries  # noqa: E402
 from clincite.core.settings import load_settings  # noqa: E402
 from clincite.core.shapes import AnswerDone, AnswerToken  # noqa: E402
+from clincite.core.stats import percentile  # noqa: E402
 from clincite.ingest.pipeline import Ingestor  # noqa: E402
 from clincite.kb.store import KnowledgeBase  # noqa: E402
 from clincite.retrieval.search import HybridSearcher  # noqa: E402
@@ -108,11 +109,7 @@ class Profile:
 
 
 def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    rank = q / 100 * (len(ordered) - 1)
-    low = int(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+    return percentile(values, q, digits=None)
 
 
 def build_kb(tmp: Path):

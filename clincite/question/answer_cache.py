@@ -9,9 +9,10 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
+
+from cachetools import LRUCache
 
 from clincite.core.shapes import (
     AnswerDone,
@@ -35,7 +36,7 @@ class CachedAnswer:
 class AnswerCache:
     def __init__(self, size: int):
         self.size = size
-        self._entries: OrderedDict[str, CachedAnswer] = OrderedDict()
+        self._entries: LRUCache[str, CachedAnswer] = LRUCache(max(size, 1))
 
     @staticmethod
     def key(question: str, history: list[ChatTurn], fingerprint: Iterable) -> str:
@@ -48,10 +49,7 @@ class AnswerCache:
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     def get(self, key: str) -> CachedAnswer | None:
-        entry = self._entries.get(key)
-        if entry is not None:
-            self._entries.move_to_end(key)
-        return entry
+        return self._entries.get(key)
 
     def remember(self, key: str, events: list[Event]) -> None:
         """Keep a run whose last event is a clean AnswerDone (degraded answers are not worth replaying)."""
@@ -62,8 +60,6 @@ class AnswerCache:
             return
         kept = [e for e in events[:-1] if not isinstance(e, AnswerToken)]
         self._entries[key] = CachedAnswer(events=kept, done=done)
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
 
 
 async def replay(entry: CachedAnswer) -> AsyncIterator[Event]:

@@ -14,21 +14,12 @@ import itertools
 import json
 from collections import Counter, defaultdict
 
+from clincite.core.stats import percentile
 from clincite.report.inert import html_text
 from clincite.web.datalayer import ClinCiteDataLayer
 
 TTFT_BUCKETS = [1, 2, 3, 5, 8, 13]  # seconds: histogram edges
 RECENT_THUMBS_DOWN = 20
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = q / 100 * (len(ordered) - 1)
-    low = int(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return round(ordered[low] + (ordered[high] - ordered[low]) * (rank - low), 3)
 
 
 def ratio(part: int, whole: int) -> float | None:
