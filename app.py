@@ -27,7 +27,7 @@ from clincite.web import state
 from clincite.web.admin import install as install_admin_area
 from clincite.web.auth import install as install_session_guard
 from clincite.web.auth import install_shared_store_handler, logout_hook
-from clincite.web.render import NOTICE_AUTHOR, ChainlitRenderer, notices_in
+from clincite.web.render import NOTICE_AUTHOR, REANSWER_ACTION, REANSWER_LABEL, ChainlitRenderer, notices_in
 from clincite.web.startup import STARTERS, prepare_auth_secret, start_app, stop_app
 from clincite.web.timestamps import install as install_step_timestamps
 
@@ -89,6 +89,18 @@ async def on_chat_resume(thread: ThreadDict) -> None:
 
 @cl.on_message
 async def on_message(message: cl.Message) -> None:
+    await answer(message.content)
+
+
+@cl.action_callback(REANSWER_ACTION)
+async def on_reanswer(action: cl.Action) -> None:
+    """重新回答 under a cached answer: the same question answered anew from the knowledge base, not from the cache."""
+    await action.remove()
+    async with cl.Step(name=REANSWER_LABEL, type="run"):
+        await answer(action.payload["question"], use_cache=False)
+
+
+async def answer(question: str, use_cache: bool = True) -> None:
     app = state.current()
     history: list[ChatTurn] = cl.user_session.get("history") or []
     renderer = ChainlitRenderer(
@@ -96,7 +108,7 @@ async def on_message(message: cl.Message) -> None:
         chunks=app.service.kb.catalogue.get_chunks,
     )
     try:
-        async for event in app.service.run(message.content, history):
+        async for event in app.service.run(question, history, use_cache=use_cache):
             await renderer.handle(event)
     except Exception as exc:  # Chainlit would swallow it: the clinician must see that something went wrong
         log.exception("Question failed")
@@ -105,12 +117,12 @@ async def on_message(message: cl.Message) -> None:
             content=f"抱歉，处理这个问题时出错了：{type(exc).__name__}。请稍后重试或联系管理员。", author=NOTICE_AUTHOR
         ).send()
         await app.record_failure(
-            message.content, exc, renderer.run_step_id, cl.context.session.thread_id, cl.user_session.get("user")
+            question, exc, renderer.run_step_id, cl.context.session.thread_id, cl.user_session.get("user")
         )
         return
     result = renderer.result
     if result is None:
         return
-    history.extend([ChatTurn(role="user", content=message.content), ChatTurn(role="assistant", content=result.answer)])
+    history.extend([ChatTurn(role="user", content=question), ChatTurn(role="assistant", content=result.answer)])
     cl.user_session.set("history", history[-2 * app.settings.history_turns :])
     await app.record(result, renderer.run_step_id, cl.context.session.thread_id, cl.user_session.get("user"))

@@ -10,7 +10,7 @@ not code paths.
 
 from __future__ import annotations
 
-from clincite.core.shapes import DecompositionReady, SubQuery, SubQueryAnalysis
+from clincite.core.shapes import SubQuery, SubQueryAnalysis
 from clincite.question.run import QuestionRun
 from clincite.question.service import TwoStageQueryService
 from clincite.question.stages import Phase, decompose, judge, search
@@ -21,7 +21,6 @@ class StageSerialService(TwoStageQueryService):
 
     async def _stage1(self, run: QuestionRun) -> tuple[list[SubQuery], list[SubQueryAnalysis]]:
         sub_queries = [sq async for sq in decompose(self.deps, run, stream=False)]
-        run.emit(DecompositionReady(sub_queries=sub_queries))
         every = [SubQuery(id="q0", text=run.question, focus="原问题"), *sub_queries]
         searching, judging = Phase(run, "search"), Phase(run, "judgement")
         searching.expect()

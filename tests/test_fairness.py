@@ -61,7 +61,9 @@ def service_on(settings, searcher, **models) -> TwoStageQueryService:
 
 
 async def test_a_question_with_six_judgements_runs_at_most_its_cap_at_once(kb_settings, searcher):
-    settings = kb_settings.model_copy(update={"llm_max_concurrency_per_question": 2, "answer_cache_size": 0})
+    settings = kb_settings.model_copy(
+        update={"llm_max_concurrency_per_question": 2, "answer_cache_size": 0, "fast_path": False}
+    )
     judges = InFlight(delay=0.2)
     service = service_on(settings, searcher, decomposition=decomposition_model(), relevance_judge=judges.model())
     await service.ask("低浓度阿托品控制近视的效果？")
@@ -70,7 +72,9 @@ async def test_a_question_with_six_judgements_runs_at_most_its_cap_at_once(kb_se
 
 
 async def test_two_questions_each_get_their_own_cap(kb_settings, searcher):
-    settings = kb_settings.model_copy(update={"llm_max_concurrency_per_question": 2, "answer_cache_size": 0})
+    settings = kb_settings.model_copy(
+        update={"llm_max_concurrency_per_question": 2, "answer_cache_size": 0, "fast_path": False}
+    )
     judges = InFlight(delay=0.2)
     service = service_on(settings, searcher, decomposition=decomposition_model(), relevance_judge=judges.model())
     await asyncio.gather(service.ask("低浓度阿托品控制近视的效果？"), service.ask("角膜塑形镜的护理要点？"))
@@ -78,7 +82,7 @@ async def test_two_questions_each_get_their_own_cap(kb_settings, searcher):
 
 
 async def test_stop_during_sufficiency_cancels_every_task_of_the_question(kb_settings, searcher):
-    settings = kb_settings.model_copy(update={"answer_cache_size": 0})
+    settings = kb_settings.model_copy(update={"answer_cache_size": 0, "fast_path": False})
     slow = InFlight(delay=30)
     service = service_on(settings, searcher, sufficiency_judge=slow.model())
     before = asyncio.all_tasks()
@@ -98,7 +102,7 @@ async def test_stop_during_sufficiency_cancels_every_task_of_the_question(kb_set
 
 async def test_a_late_insufficient_verdict_answers_without_stage_two(kb_settings, searcher):
     """A slow stage 1 must not be followed by a second search round: the first report token would come too late."""
-    settings = kb_settings.model_copy(update={"stage2_deadline": 0.01, "answer_cache_size": 0})
+    settings = kb_settings.model_copy(update={"stage2_deadline": 0.01, "answer_cache_size": 0, "fast_path": False})
     service = TwoStageQueryService(settings, searcher, agents=build_agents(settings, models=in_process_models()))
 
     async def insufficient(messages, info: AgentInfo) -> ModelResponse:

@@ -18,10 +18,12 @@ from clincite.core.settings import Settings
 from clincite.core.shapes import (
     AnswerDone,
     AnswerToken,
+    ChatTurn,
     DecompositionReady,
     DegradedEvent,
     JudgementDone,
     NoticeEvent,
+    PathChosen,
     SearchDone,
     SearchStarted,
     Stage2Started,
@@ -526,3 +528,162 @@ def test_cli_json_matches_the_contract(kb_settings, sample_kb, run_cli):
     assert "问题分解" in out.stderr, "the steps are shown while the JSON goes to stdout"
     assert "✓ 检索" in out.stderr and "✓ 相关性判断" in out.stderr, "search and judgement say when they are done"
     assert ATROPINE.removesuffix(".md") in out.stderr
+
+
+# --- the fast path: a question that asks one thing -----------------------------------------------------------------
+
+SIMPLE = "角膜塑形镜的禁忌症有哪些？"
+
+
+def slow_decomposition(seconds: float) -> FunctionModel:
+    """A decomposition that takes its time: the fast path must not wait for it."""
+    drafts = json.dumps(
+        {"sub_queries": [{"text": "角膜塑形镜的禁忌证包括眼部活动性炎症和中重度干眼", "focus": "禁忌证"}]},
+        ensure_ascii=False,
+    )
+
+    async def stream(messages, info: AgentInfo):
+        yield {0: DeltaToolCall(name=info.output_tools[0].name, tool_call_id="d")}
+        await asyncio.sleep(seconds)
+        yield {0: DeltaToolCall(json_args=drafts)}
+
+    async def respond(messages, info: AgentInfo) -> ModelResponse:
+        await asyncio.sleep(seconds)
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, json.loads(drafts))])
+
+    return FunctionModel(respond, stream_function=stream)
+
+
+async def test_a_simple_question_is_answered_from_its_own_evidence_while_the_decomposition_still_runs(service):
+    with service.agents.decomposition.override(model=slow_decomposition(30)):
+        async with asyncio.timeout(20):  # safety only: the fast path never waits for the 30 s decomposition
+            events, result = await collect(service, SIMPLE)
+    (chosen,) = [e for e in events if isinstance(e, PathChosen)]
+    assert chosen.path == "fast" and chosen.label == "简单问题：直接检索"
+    assert not any(isinstance(e, DecompositionReady) for e in events), "answered before the decomposition finished"
+    assert [a.sub_query.id for a in result.analyses] == ["q0"] and result.sub_queries == []
+    assert result.sufficiency.sufficient, "the sufficiency judge still guarded it"
+    assert result.citations and all(c.verified for c in result.citations)
+    finished = [e.stage for e in events if isinstance(e, StageFinished)]
+    assert "decomposition" in finished, "the decomposition step was closed when it was stopped"
+
+
+async def test_a_not_sufficient_verdict_on_the_fast_path_falls_back_to_the_whole_pipeline(service):
+    verdicts: list[str] = []
+
+    def only_q0_is_not_enough(prompt):
+        verdicts.append(prompt)
+        if "q1｜" not in prompt:  # the fast path's verdict: the question's own evidence only
+            return insufficient(prompt)
+        return sufficient(prompt)
+
+    speculative_first = ["FAST-PATH-DRAFT "]
+
+    def report(prompt, call):
+        return speculative_first if call == 1 else ["**TL;DR：** 完整流程的回答。"]
+
+    with (
+        service.agents.decomposition.override(model=slow_decomposition(0.3)),
+        service.agents.sufficiency_judge.override(model=structured(only_q0_is_not_enough)),
+        service.agents.answer_generation.override(model=text_model(report, delay=0.05)),
+    ):
+        events, result = await collect(service, SIMPLE)
+    paths = [e.path for e in events if isinstance(e, PathChosen)]
+    assert paths == ["fast", "fallback"]
+    assert len(verdicts) == 2 and "q1｜" in verdicts[1], "the whole stage 1 was judged again for sufficiency"
+    assert [a.sub_query.id for a in result.analyses] == ["q0", "q1"]
+    streamed = "".join(e.text for e in events if isinstance(e, AnswerToken))
+    assert "FAST-PATH-DRAFT" not in streamed and "完整流程的回答" in result.answer
+
+
+async def test_a_composite_question_goes_the_full_way(service):
+    events, result = await collect(service, QUESTION)  # 效果和副作用: two aspects
+    (chosen,) = [e for e in events if isinstance(e, PathChosen)]
+    assert chosen.path == "full" and "2 个方面" in chosen.reason
+    assert len(result.sub_queries) == 2
+
+
+async def test_the_fast_path_works_offline_too(offline_service):
+    events, result = await collect(offline_service, SIMPLE)
+    assert [e.path for e in events if isinstance(e, PathChosen)] == ["fast"]
+    assert [a.sub_query.id for a in result.analyses] == ["q0"]
+    assert result.coverage.status == "answered" and "不宜验配" in result.answer
+
+
+async def test_the_fast_path_can_be_switched_off(kb_settings, searcher):
+    settings = kb_settings.model_copy(update={"answer_cache_size": 0, "fast_path": False})
+    service = TwoStageQueryService(settings, searcher, agents=build_agents(settings, models=in_process_models()))
+    events, result = await collect(service, SIMPLE)
+    assert not any(isinstance(e, PathChosen) for e in events) and result.sub_queries
+
+
+# --- the similar-question cache ------------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def cached_service(kb_settings, searcher) -> TwoStageQueryService:
+    """Offline, with the answer cache on (its own cache: a fresh service)."""
+    return TwoStageQueryService(kb_settings.model_copy(update={"answer_cache_size": 64}), searcher)
+
+
+async def test_the_same_question_in_other_words_is_answered_from_the_cache_and_labelled(cached_service):
+    _, first = await collect(cached_service, "角膜塑形镜的适应证有哪些？")
+    events, again = await collect(cached_service, "OK镜适合哪些人？")
+    assert not first.cached and again.cached
+    assert again.answer == first.answer and again.question == "OK镜适合哪些人？"
+    (notice,) = [e for e in events if isinstance(e, NoticeEvent) and e.kind == "cached"]
+    assert notice.message == "与之前的问题“角膜塑形镜的适应证有哪些？”相同，直接给出当时的回答（知识库未变）。"
+    assert again.timings["ttft"] < first.timings["total"] + 1  # (replayed: no stage ran; see bench for figures)
+    assert not any(isinstance(e, SearchStarted) for e in events[: events.index(notice)])
+
+
+async def test_another_aspect_of_the_same_topic_is_not_taken_for_the_same_question(cached_service):
+    await collect(cached_service, "低浓度阿托品有哪些副作用？")
+    _, other = await collect(cached_service, "低浓度阿托品有哪些禁忌？")
+    assert not other.cached
+    assert "禁忌" in other.answer or "不宜" in other.answer or "慎用" in other.answer
+
+
+async def test_an_answer_given_with_chat_history_never_stands_for_another_question(cached_service):
+    """The cache holds answers of the knowledge base, not of a clinician's chat: an answer generated with chat turns in
+    its prompt is replayed for the very same turns only, never for someone's similar question."""
+    history = [
+        ChatTurn(role="user", content="低浓度阿托品控制近视的效果如何？"),
+        ChatTurn(role="assistant", content="**TL;DR：** 可延缓近视进展……"),
+    ]
+    _, in_a_chat = await collect(cached_service, "低浓度阿托品的副作用有哪些？", history)
+    assert not in_a_chat.cached
+    _, standalone = await collect(cached_service, "低浓度阿托品有哪些不良反应？")  # the same question, no chat
+    assert not standalone.cached, "an answer made with a clinician's chat history stood for a fresh question"
+
+
+async def test_a_follow_up_is_resolved_before_it_is_looked_up(cached_service):
+    _, first = await collect(cached_service, "低浓度阿托品的副作用有哪些？")
+    history = [
+        ChatTurn(role="user", content="低浓度阿托品控制近视的效果如何？"),
+        ChatTurn(role="assistant", content="**TL;DR：** 可延缓近视进展……"),
+    ]
+    events, follow_up = await collect(cached_service, "那副作用呢？", history)
+    assert follow_up.cached and follow_up.answer == first.answer
+    assert any(isinstance(e, NoticeEvent) and "低浓度阿托品的副作用有哪些？" in e.message for e in events)
+
+
+async def test_reanswer_skips_the_cache_and_a_new_kb_version_never_reuses_it(tmp_path):
+    settings = make_settings(tmp_path, kb_reload_interval=3600)
+    kb = KnowledgeBase(settings)
+    Ingestor(settings, kb).run([SAMPLE_KB / ORTHO_K])
+    searcher = HybridSearcher(settings, kb)
+    service = TwoStageQueryService(settings, searcher)
+    await collect(service, "角膜塑形镜的适应证有哪些？")
+    _, anew = await collect_fresh(service, "OK镜适合哪些人？")
+    assert not anew.cached, "重新回答 answered from the cache"
+    Ingestor(settings, kb).run([SAMPLE_KB / ATROPINE])
+    searcher.refresh()
+    _, after = await collect(service, "OK镜适合哪些孩子？")
+    assert not after.cached, "an answer of the previous KB version stood for a question on the new one"
+    kb.close()
+
+
+async def collect_fresh(service, question):
+    events = [event async for event in service.run(question, use_cache=False)]
+    return events, events[-1].result

@@ -1,7 +1,18 @@
-"""The answer cache: a finished, clean report replayed at once for the same question, KB version and settings.
+"""The answer cache: a finished, clean report replayed at once for the same question — or one that means the same —
+on the same KB version and settings.
+
+    cache = AnswerCache(size=256, threshold=0.9)
+    entry = cache.get(cache.key(question, history, fingerprint))            # the same words (and chat turns)
+    entry = cache.find_similar(question, fingerprint, vector)               # the same question in other words
+    async for event in replay(entry, question): ...                         # labelled, re-cut into tokens
 
 An entry keeps the run's non-token events and its result; on replay the report text is cut into token events again,
-so an entry costs one copy of the report, not thousands of token events.
+so an entry costs one copy of the report, not thousands of token events. Similar questions are found among the
+entries of the same fingerprint (KB version the answer was searched on, models, retrieval settings) only, and only
+among answers given without chat history: the cache holds answers of the knowledge base, never a clinician's private
+context (a follow-up is resolved to a question of its own before it is looked up). Whether two questions are the same
+is `clincite.question.gist.same_question`: the same aspects, domain terms, numbers and kind of answer, and the same
+other words or, with an embedding model loaded, an embedding cosine of at least the threshold.
 """
 
 from __future__ import annotations
@@ -9,9 +20,11 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
+import numpy as np
 from cachetools import LRUCache
 
 from clincite.core.shapes import (
@@ -22,49 +35,88 @@ from clincite.core.shapes import (
     NoticeEvent,
     StageStarted,
 )
+from clincite.question.gist import Gist, cosine, gist_of, same_question
 
 REPLAY_PIECE = 40  # characters per token event when a cached report is replayed
-CACHED_NOTICE = "这是缓存的回答：同一问题、同一知识库版本和设置下已生成过，直接重放。"
+CACHED_LABEL = "与之前的问题“{question}”相同，直接给出当时的回答（知识库未变）。"
+FINGERPRINTS_KEPT = 2  # similar-question indexes kept: the current KB version's, and the one before during a swap
 
 
 @dataclass
 class CachedAnswer:
     events: list[Event]  # every event of the run except the answer tokens, in order
     done: AnswerDone
+    gist: Gist | None = None  # answers given without chat history only: they can stand for a similar question
+    vector: np.ndarray | None = None  # the question's embedding, when a model was loaded
+
+    @property
+    def question(self) -> str:
+        return self.done.result.question
 
 
 class AnswerCache:
-    def __init__(self, size: int):
+    def __init__(self, size: int, threshold: float = 0.9):
         self.size = size
+        self.threshold = threshold
         self._entries: LRUCache[str, CachedAnswer] = LRUCache(max(size, 1))
+        self._similar: OrderedDict[str, list[str]] = OrderedDict()  # fingerprint → keys of standalone answers
 
     @staticmethod
     def key(question: str, history: list[ChatTurn], fingerprint: Iterable) -> str:
         """Question (whitespace-normalised), history, and whatever else decides the answer (KB version, models…)."""
-        payload = json.dumps(
-            [" ".join(question.split()), [t.model_dump() for t in history], *fingerprint],
-            ensure_ascii=False,
-            default=str,
-        )
-        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+        return _digest([" ".join(question.split()), [t.model_dump() for t in history], *fingerprint])
 
     def get(self, key: str) -> CachedAnswer | None:
         return self._entries.get(key)
 
-    def remember(self, key: str, events: list[Event]) -> None:
-        """Keep a run whose last event is a clean AnswerDone (degraded answers are not worth replaying)."""
+    def find_similar(
+        self, question: str, fingerprint: Iterable, vector: np.ndarray | None = None
+    ) -> CachedAnswer | None:
+        """The most recent standalone answer, on the same fingerprint, of a question that means the same."""
+        mine = gist_of(question)
+        for key in reversed(self._similar.get(_digest(list(fingerprint)), [])):
+            entry = self._entries.get(key)
+            if entry is None or entry.gist is None:
+                continue  # evicted meanwhile
+            similarity = cosine(vector, entry.vector) if vector is not None and entry.vector is not None else None
+            if same_question(mine, entry.gist, similarity, self.threshold):
+                return entry
+        return None
+
+    def remember(
+        self,
+        key: str,
+        events: list[Event],
+        fingerprint: Iterable | None = None,
+        vector: np.ndarray | None = None,
+    ) -> None:
+        """Keep a run whose last event is a clean AnswerDone (degraded answers are not worth replaying). With a
+        fingerprint (an answer given without chat history), it can also stand for similar questions."""
         if self.size <= 0 or not events or not isinstance(events[-1], AnswerDone):
             return
         done = events[-1]
         if done.result.degradations:
             return
         kept = [e for e in events[:-1] if not isinstance(e, AnswerToken)]
-        self._entries[key] = CachedAnswer(events=kept, done=done)
+        standalone = fingerprint is not None
+        entry = CachedAnswer(kept, done, gist_of(done.result.question) if standalone else None, vector)
+        self._entries[key] = entry
+        if standalone:
+            name = _digest(list(fingerprint))
+            kept = [k for k in self._similar.pop(name, []) if k != key and k in self._entries]
+            self._similar[name] = [*kept[-self.size :], key]
+            while len(self._similar) > FINGERPRINTS_KEPT:
+                self._similar.popitem(last=False)
 
 
-async def replay(entry: CachedAnswer) -> AsyncIterator[Event]:
+def _digest(payload: list) -> str:
+    return hashlib.sha256(json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")).hexdigest()
+
+
+async def replay(entry: CachedAnswer, question: str | None = None) -> AsyncIterator[Event]:
+    """The cached run again, labelled with the question it answered; its result carries the question asked now."""
     started = time.perf_counter()
-    yield NoticeEvent(kind="cached", message=CACHED_NOTICE)
+    yield NoticeEvent(kind="cached", message=CACHED_LABEL.format(question=entry.question))
     answer = entry.done.result.answer
     tokens_sent = False
     for event in entry.events:
@@ -78,7 +130,8 @@ async def replay(entry: CachedAnswer) -> AsyncIterator[Event]:
             yield piece
     elapsed = round(time.perf_counter() - started, 3)
     timings = {**entry.done.result.timings, "ttft": elapsed, "total": elapsed}
-    yield AnswerDone(result=entry.done.result.model_copy(update={"cached": True, "timings": timings}))
+    update = {"cached": True, "timings": timings, "question": question or entry.question}
+    yield AnswerDone(result=entry.done.result.model_copy(update=update))
 
 
 def _pieces(text: str) -> list[AnswerToken]:

@@ -84,8 +84,7 @@ class QuestionRun:
     degradations: list[Degradation] = field(default_factory=list)
     notices_sent: set[str] = field(default_factory=set)
     first_token_at: float | None = None
-    stage_started_at: dict[str, float] = field(default_factory=dict)
-    stages_finished: set[str] = field(default_factory=set)
+    open_stages: dict[str, float] = field(default_factory=dict)  # stage → when it started
     stage1_chunks: set[str] = field(default_factory=set)  # every chunk stage 1 found (and so judged)
     closest: dict[str, float] = field(default_factory=dict)  # source → best fused search score, for an abstention
     kb_versions: set[int] = field(default_factory=set)  # the KB versions its searches read
@@ -102,24 +101,20 @@ class QuestionRun:
     def analyses(self) -> list[SubQueryAnalysis]:
         return [*self.stage1, *self.stage2]
 
-    @property
-    def answer_started(self) -> bool:
-        return "answer" in self.stage_started_at
-
     # --- the StageContext ---
     def emit(self, event: Event) -> None:
         if self._record(event):
             self.emit_event(event)
 
     def start(self, stage: Stage) -> None:
-        """StageStarted, once per stage and run (a stage of many calls is opened by its first)."""
-        if stage not in self.stage_started_at:
+        """StageStarted, unless the stage is open already (a stage of many calls is opened by its first)."""
+        if stage not in self.open_stages:
             self.emit(StageStarted(stage=stage, label=STAGE_LABELS[stage]))
 
     def finish(self, stage: Stage) -> None:
-        """StageFinished with the seconds since the stage started, once; nothing for a stage that never started."""
-        started = self.stage_started_at.get(stage)
-        if started is not None and stage not in self.stages_finished:
+        """StageFinished with the seconds since the stage started; nothing for a stage that is not open."""
+        started = self.open_stages.get(stage)
+        if started is not None:
             self.emit(StageFinished(stage=stage, seconds=round(self.elapsed() - started, 3)))
 
     def degrade(self, component: str, message: str, error: BaseException | str) -> None:
@@ -146,10 +141,11 @@ class QuestionRun:
                     return False
                 self.notices_sent.add(kind)
             case StageStarted(stage=stage):
-                self.stage_started_at.setdefault(stage, now)
+                self.open_stages.setdefault(stage, now)
             case StageFinished(stage=stage):
-                self.stages_finished.add(stage)
-                self.spans[stage] = [self.stage_started_at.get(stage, now - event.seconds), now]
+                started = self.open_stages.pop(stage, now - event.seconds)
+                window = self.spans.setdefault(stage, [started, now])  # a stage run twice: from first to last
+                window[0], window[1] = min(window[0], started), max(window[1], now)
             case SearchStarted() | JudgementStarted():
                 self._open_calls[(type(event), event.stage, event.sub_query.id)] = now
             case SearchDone():

@@ -21,20 +21,25 @@ from clincite.core.shapes import (
     AnswerDone,
     AnswerToken,
     ChatTurn,
-    DecompositionReady,
     Event,
     NoticeEvent,
+    PathChosen,
     QueryResult,
     Stage2Started,
     SubQuery,
     SubQueryAnalysis,
+    SubQueryRewritten,
 )
+from clincite.kb.embeddings import HashingEmbedder
 from clincite.kb.store import KnowledgeBase
 from clincite.llm.agents import Agents
 from clincite.llm.slots import open_question_slots
 from clincite.question.answer_cache import AnswerCache, replay
 from clincite.question.answering import FALLBACK_PIECE, open_answer, stream_answer
 from clincite.question.citation_check import check_citations_async
+from clincite.question.dependent import bridge_entity, rewrite
+from clincite.question.gate import FALLBACK_LABEL, choose_path
+from clincite.question.gist import resolved_follow_up
 from clincite.question.reasoner import LLMReasoner, Reasoner, build_reasoner
 from clincite.question.run import QuestionRun
 from clincite.question.speculation import AnswerGate
@@ -72,7 +77,7 @@ class TwoStageQueryService:
         self.settings = settings
         self.searcher = searcher or HybridSearcher(settings)
         self._reasoner = reasoner or (LLMReasoner(agents) if agents is not None else None)
-        self.cache = AnswerCache(settings.answer_cache_size)
+        self.cache = AnswerCache(settings.answer_cache_size, settings.similar_question_threshold)
 
     @property
     def reasoner(self) -> Reasoner:
@@ -117,14 +122,17 @@ class TwoStageQueryService:
         assert result is not None, "a run always ends with AnswerDone"
         return result
 
-    async def run(self, question: str, history: list[ChatTurn] | None = None) -> AsyncIterator[Event]:
-        """The events of one question, in order of happening. Closing the iterator cancels the question."""
+    async def run(
+        self, question: str, history: list[ChatTurn] | None = None, use_cache: bool = True
+    ) -> AsyncIterator[Event]:
+        """The events of one question, in order of happening. Closing the iterator cancels the question.
+        `use_cache=False`: answered anew (the clinician's 重新回答), and the new answer replaces the cached one."""
         history = list(history or [])[-2 * self.settings.history_turns :]
         # The version the searcher serves now (reading it may touch the KB folder: off the loop). A run is stored
         # under the version its searches actually read, which may be older than the catalogue's during an ingest.
         serving = await asyncio.to_thread(lambda: self.searcher.serving_version)
-        if cached := self.cache.get(self.cache.key(question, history, self._fingerprint(serving))):
-            async for event in replay(cached):
+        if use_cache and (cached := await self._cached(question, history, self._fingerprint(serving))):
+            async for event in replay(cached, question):
                 yield event
             return
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
@@ -147,14 +155,86 @@ class TwoStageQueryService:
                 await asyncio.gather(task, return_exceptions=True)  # nothing of this question outlives it
         if len(question_run.kb_versions) == 1:  # an answer of one KB version (not one straddling a swap)
             (version,) = question_run.kb_versions
-            self.cache.remember(self.cache.key(question, history, self._fingerprint(version)), recorded)
+            fingerprint = self._fingerprint(version)
+            standalone = not history and self.settings.similar_question_cache  # no private context in the answer
+            vector = await self._question_vector(question) if standalone else None
+            key = self.cache.key(question, history, fingerprint)
+            self.cache.remember(key, recorded, fingerprint if standalone else None, vector)
+
+    async def _cached(self, question: str, history: list[ChatTurn], fingerprint: list):
+        """The same question (and chat turns) answered before; else one that means the same, answered without chat
+        history — a follow-up is first resolved to the question it stands for."""
+        if self.settings.answer_cache_size <= 0:
+            return None
+        if exact := self.cache.get(self.cache.key(question, history, fingerprint)):
+            return exact
+        if not self.settings.similar_question_cache:
+            return None
+        standalone = resolved_follow_up(question, history) or question
+        return self.cache.find_similar(standalone, fingerprint, await self._question_vector(standalone))
+
+    async def _question_vector(self, text: str):
+        """The question's embedding when an embedding model is loaded (the hashing embedder is no model); None
+        otherwise: the similar-question cache then compares words only. Never loads a model on the question path."""
+        embedder = self.searcher.embedder
+        if isinstance(embedder, HashingEmbedder) or embedder.error is not None or not embedder.loaded:
+            return None
+        return (await asyncio.to_thread(embedder.encode_queries, [" ".join(text.split())]))[0]
 
     # --- the story of one question ---
     async def _answer_question(self, run: QuestionRun) -> None:
-        deps = self.deps
         open_question_slots(self.settings.llm_max_concurrency_per_question)
         await self._opening_notices(run)
-        run.sub_queries, run.stage1 = await self._stage1(run)
+        choice = choose_path(run.question, run.history) if self.settings.fast_path else None
+        if choice is not None:
+            run.emit(PathChosen(path="fast" if choice.fast else "full", label=choice.label, reason=choice.reason))
+        answer = None
+        async with asyncio.TaskGroup() as tasks:
+            question_judged: asyncio.Future[SubQueryAnalysis] = asyncio.get_running_loop().create_future()
+            stage1 = tasks.create_task(self._stage1(run, question_judged))
+            if choice is not None and choice.fast:
+                answer = await self._fast_path(run, tasks, question_judged, stage1)
+            if answer is None:
+                run.sub_queries, run.stage1 = await stage1
+        if answer is None:
+            answer = await self._full_path(run)
+        citations = await check_citations_async(answer, self.kb.catalogue)
+        search_mode = "bm25" if self.searcher.bm25_only else "hybrid"
+        run.emit(AnswerDone(result=run.result(self.mode, search_mode, answer, citations)))
+
+    async def _fast_path(
+        self,
+        run: QuestionRun,
+        tasks: asyncio.TaskGroup,
+        question_judged: asyncio.Future[SubQueryAnalysis],
+        stage1: asyncio.Task,
+    ) -> str | None:
+        """A simple question: the answer from the question's own judged evidence (q0), speculatively while the
+        sufficiency judge looks at it; the rest of stage 1 is stopped once the verdict says "sufficient". None:
+        the fast path does not hold (no evidence, or not sufficient), and the full pipeline goes on."""
+        deps = self.deps
+        question = await question_judged
+        if not question.extracts:
+            run.emit(PathChosen(path="fallback", label=FALLBACK_LABEL, reason="用原问题直接检索没有找到证据。"))
+            return None
+        gate = AnswerGate()
+        speculative = tasks.create_task(stream_answer(deps, run, [question], gate, []))
+        verdict = await judge_sufficiency(deps, run, [question])
+        if not verdict.sufficient:
+            gate.drop()
+            speculative.cancel()
+            reason = "充分性判断认为只凭原问题检索到的证据还不够：等待问题分解的各子查询。"
+            run.emit(PathChosen(path="fallback", label=FALLBACK_LABEL, reason=reason))
+            return None
+        gate.release()
+        stage1.cancel()  # the decomposition and its sub-queries are not needed: their LLM slots are free at once
+        run.stage1, run.verdict = [question], verdict
+        run.coverage = assess([question], evidence_gaps([question], verdict))
+        return await speculative
+
+    async def _full_path(self, run: QuestionRun) -> str:
+        """Sufficiency while the answer is generated speculatively; stage 2 when the verdict wants more."""
+        deps = self.deps
         async with asyncio.TaskGroup() as tasks:
             gate = AnswerGate()
             gaps = evidence_gaps(run.stage1, None)
@@ -168,19 +248,15 @@ class TwoStageQueryService:
             if run.verdict.sufficient or too_late:
                 gate.release()
                 run.coverage = assess(run.stage1, gaps)
-                answer = await (speculative or self._answer(run, run.stage1, gaps))
-            else:
-                gate.drop()  # never shown nor stored; cancelled at once so it frees its LLM slot
-                if speculative is not None:
-                    speculative.cancel()
-                run.stage2_queries = run.verdict.additional_sub_queries
-                run.stage2 = await self._stage2(run, run.stage2_queries)
-                gaps = evidence_gaps(run.analyses, run.verdict, stage2_ran=True)
-                run.coverage = assess(run.analyses, gaps)
-                answer = await self._answer(run, run.analyses, gaps)
-        citations = await check_citations_async(answer, self.kb.catalogue)
-        search_mode = "bm25" if self.searcher.bm25_only else "hybrid"
-        run.emit(AnswerDone(result=run.result(self.mode, search_mode, answer, citations)))
+                return await (speculative or self._answer(run, run.stage1, gaps))
+            gate.drop()  # never shown nor stored; cancelled at once so it frees its LLM slot
+            if speculative is not None:
+                speculative.cancel()
+            run.stage2_queries = run.verdict.additional_sub_queries
+            run.stage2 = await self._stage2(run, run.stage2_queries)
+            gaps = evidence_gaps(run.analyses, run.verdict, stage2_ran=True)
+            run.coverage = assess(run.analyses, gaps)
+            return await self._answer(run, run.analyses, gaps)
 
     async def _answer(self, run: QuestionRun, analyses: list[SubQueryAnalysis], gaps: list[str]) -> str:
         """The report; when no sub-query kept any evidence, the plain abstention instead (no answer model call)."""
@@ -200,31 +276,50 @@ class TwoStageQueryService:
         if await asyncio.to_thread(self.kb.catalogue.document_count) == 0:
             run.emit(NoticeEvent(kind="empty_kb", message=EMPTY_KB_NOTICE))
 
-    async def _stage1(self, run: QuestionRun) -> tuple[list[SubQuery], list[SubQueryAnalysis]]:
-        """Search and judge each sub-query the moment it is complete; the question itself from the start."""
+    async def _stage1(
+        self, run: QuestionRun, question_judged: asyncio.Future[SubQueryAnalysis] | None = None
+    ) -> tuple[list[SubQuery], list[SubQueryAnalysis]]:
+        """Search and judge each sub-query the moment it is complete, the question itself from the start (its
+        analysis also goes to `question_judged`, for the fast path); a dependent sub-query once its parent is judged,
+        rewritten with the bridge entity. Returns the sub-queries as searched and every analysis, q0 first."""
         deps = self.deps
         original = SubQuery(id="q0", text=run.question, focus="原问题")
-        sub_queries: list[SubQuery] = []
         phases = (Phase(run, "search"), Phase(run, "judgement"))
 
-        def search_and_judge_soon(sub_query: SubQuery) -> asyncio.Task[SubQueryAnalysis]:
+        def soon(job) -> asyncio.Task[SubQueryAnalysis]:
             for phase in phases:
                 phase.expect()
-            return tasks.create_task(search_and_judge(deps, run, sub_query, 1, phases))
+            return tasks.create_task(job)
+
+        async def judge_question() -> SubQueryAnalysis:
+            analysis = await search_and_judge(deps, run, original, 1, phases)
+            if question_judged is not None and not question_judged.done():
+                question_judged.set_result(analysis)
+            return analysis
+
+        async def after_parent(sub_query: SubQuery, parent: asyncio.Task[SubQueryAnalysis]) -> SubQueryAnalysis:
+            judged_parent = await parent
+            bridge = bridge_entity(judged_parent, run.question)
+            rewritten = rewrite(sub_query, bridge)
+            run.emit(SubQueryRewritten(original=sub_query, rewritten=rewritten, bridge=bridge))
+            return await search_and_judge(deps, run, rewritten, 1, phases)
 
         try:
             async with asyncio.TaskGroup() as tasks:
-                judged = [search_and_judge_soon(original)]
+                judged = {original.id: soon(judge_question())}
                 async for sub_query in decompose(deps, run):
-                    sub_queries.append(sub_query)
-                    judged.append(search_and_judge_soon(sub_query))
-                run.emit(DecompositionReady(sub_queries=sub_queries))
+                    parent = judged.get(sub_query.depends_on or "")
+                    job = (
+                        after_parent(sub_query, parent) if parent else search_and_judge(deps, run, sub_query, 1, phases)
+                    )
+                    judged[sub_query.id] = soon(job)
                 for phase in phases:
                     phase.close()  # nothing more to search: each stage ends with its last call
         finally:
             for phase in phases:
                 phase.end()
-        return sub_queries, [task.result() for task in judged]
+        analyses = [task.result() for task in judged.values()]
+        return [a.sub_query for a in analyses[1:]], analyses
 
     async def _stage2(self, run: QuestionRun, sub_queries: list[SubQuery]) -> list[SubQueryAnalysis]:
         run.start("stage2")

@@ -18,11 +18,14 @@ from dataclasses import dataclass
 
 from clincite.core.settings import Settings
 from clincite.core.shapes import (
+    BRIDGE_SLOT,
     Chunk,
+    DecompositionReady,
     Hit,
     JudgementDone,
     JudgementStarted,
     JudgeOutput,
+    MergedSubQuery,
     NoticeEvent,
     RelevantExtract,
     SearchDone,
@@ -30,9 +33,11 @@ from clincite.core.shapes import (
     Stage,
     SubQuery,
     SubQueryAnalysis,
+    SubQueryDraft,
     SufficiencyReady,
     SufficiencyVerdict,
 )
+from clincite.question.gist import gist_of, near_duplicate
 from clincite.question.reasoner import Reasoner
 from clincite.question.run import StageContext
 from clincite.report.citations import snap_to_chunk
@@ -96,34 +101,68 @@ class Phase:
 
 
 async def decompose(deps: Deps, run: StageContext, stream: bool = True) -> AsyncIterator[SubQuery]:
-    """Sub-queries as each one is complete (streamed), or the question itself if decomposition fails."""
+    """Sub-queries as each one is complete (streamed), or the question itself if decomposition fails; at the end the
+    whole list, with the near-duplicates that were merged (`DecompositionReady`)."""
     run.start("decomposition")
-    accept = _sub_query_acceptor(deps.settings.max_sub_queries)
-    emitted = 0
+    plan = SubQueryPlan(deps.settings.max_sub_queries)
     try:
-        async with asyncio.timeout(deps.settings.decomposition.budget):
-            async for draft in deps.reasoner.decompose(run.question, run.history, run.add_usage, stream=stream):
-                if sub_query := accept(draft.text, draft.focus):
-                    emitted += 1
-                    yield sub_query
-    except Exception as exc:  # any model failure degrades; the chat goes on
-        run.degrade("decomposition", "问题分解失败，已直接用原问题检索。", exc)
-    if not emitted:
-        yield SubQuery(id="q1", text=run.question, focus="原问题")
-    run.finish("decomposition")
+        try:
+            async with asyncio.timeout(deps.settings.decomposition.budget):
+                async for draft in deps.reasoner.decompose(run.question, run.history, run.add_usage, stream=stream):
+                    if sub_query := plan.accept(draft):
+                        yield sub_query
+        except Exception as exc:  # any model failure degrades; the chat goes on
+            run.degrade("decomposition", "问题分解失败，已直接用原问题检索。", exc)
+        if not plan.accepted:
+            fallback = SubQuery(id="q1", text=run.question, focus="原问题")
+            plan.accepted.append(fallback)
+            yield fallback
+        run.emit(DecompositionReady(sub_queries=plan.accepted, merged=plan.merged))
+    finally:  # also when the question no longer needs it (the fast path answered): the step is closed
+        run.finish("decomposition")
 
 
-def _sub_query_acceptor(limit: int):
-    seen: set[str] = set()
+class SubQueryPlan:
+    """The decomposition's drafts as sub-queries: ids q1…, at most `limit`, a draft that would search for what an
+    earlier one already does merged into it (two slots are not spent on one aspect), and `depends_on` (the model
+    numbers its drafts from 1) turned into the id of the sub-query it depends on."""
 
-    def accept(text: str, focus: str) -> SubQuery | None:
-        text = text.strip()
-        if not text or text in seen or len(seen) >= limit:
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.accepted: list[SubQuery] = []
+        self.merged: list[MergedSubQuery] = []
+        self._draft_ids: list[str | None] = []  # per draft, in the model's order: the sub-query that searches it
+
+    def accept(self, draft: SubQueryDraft) -> SubQuery | None:
+        text, focus = draft.text.strip(), draft.focus.strip()
+        parent = self._parent_of(draft.depends_on)
+        if parent is None and BRIDGE_SLOT in text:  # a slot with no parent to fill it: searched without it
+            text = text.replace(BRIDGE_SLOT, "").strip()
+        twin = None if parent or BRIDGE_SLOT in text else self._twin_of(text)
+        if not text or (twin is None and len(self.accepted) >= self.limit):
+            self._draft_ids.append(None)
             return None
-        seen.add(text)
-        return SubQuery(id=f"q{len(seen)}", text=text, focus=focus.strip())
+        if twin is not None:
+            self._draft_ids.append(twin.id)
+            if text != twin.text:
+                self.merged.append(MergedSubQuery(text=text, into=twin.id))
+            return None
+        sub_query = SubQuery(id=f"q{len(self.accepted) + 1}", text=text, focus=focus, depends_on=parent)
+        self.accepted.append(sub_query)
+        self._draft_ids.append(sub_query.id)
+        return sub_query
 
-    return accept
+    def _parent_of(self, number: int | None) -> str | None:
+        if number is None or not 1 <= number <= len(self._draft_ids):
+            return None  # none, or one not written yet: the model may only point back
+        return self._draft_ids[number - 1]
+
+    def _twin_of(self, text: str) -> SubQuery | None:
+        mine = gist_of(text)
+        for earlier in self.accepted:
+            if earlier.depends_on is None and (earlier.text == text or near_duplicate(mine, gist_of(earlier.text))):
+                return earlier
+        return None
 
 
 # --- search ------------------------------------------------------------------------------------------------------
