@@ -5,7 +5,7 @@
     serial        the same, with the judges one after another
 
 They reuse the product's stage functions and change only the order of waiting, so the figures compare scheduling,
-not code paths.
+not code paths. They run without the fast path (FAST_PATH=false: the benchmark sets it), as the designs they stand for.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from clincite.question.stages import Phase, decompose, judge, search
 class StageSerialService(TwoStageQueryService):
     speculate = False
 
-    async def _stage1(self, run: QuestionRun) -> tuple[list[SubQuery], list[SubQueryAnalysis]]:
+    async def _stage1(self, run: QuestionRun, question_judged=None) -> tuple[list[SubQuery], list[SubQueryAnalysis]]:
         sub_queries = [sq async for sq in decompose(self.deps, run, stream=False)]
         every = [SubQuery(id="q0", text=run.question, focus="原问题"), *sub_queries]
         searching, judging = Phase(run, "search"), Phase(run, "judgement")

@@ -205,6 +205,7 @@ async def judge(
 ) -> SubQueryAnalysis:
     with phase.call() if phase else nullcontext():
         run.emit(JudgementStarted(stage=stage, sub_query=sub_query))
+        hits = await deps.searcher.rerank(run.question, hits)  # best first for the whole question (if a reranker)
         analysis = await _judged(deps, run, sub_query, hits)
         run.emit(JudgementDone(stage=stage, analysis=analysis))
     return analysis

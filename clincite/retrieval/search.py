@@ -31,6 +31,7 @@ from clincite.kb.bm25 import BM25Index
 from clincite.kb.embeddings import OFF_TOPIC_PROBES, BatchedQueryEncoder, Embedder, get_embedder, noise_floor
 from clincite.kb.store import KnowledgeBase
 from clincite.kb.vectors import VectorStore
+from clincite.retrieval.rerank import get_reranker
 from clincite.text.tokenizer import get_tokenizer
 
 log = logging.getLogger("clincite.retrieval.search")
@@ -105,6 +106,7 @@ class HybridSearcher:
         # default executor that every other to_thread() call of the app shares.
         self._vector_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="clincite-vectors")
         self._query_encoder = BatchedQueryEncoder(lambda texts: self.embedder.encode_queries(texts))
+        self.reranker = get_reranker(settings)  # None: RERANKER_MODEL not set
         self._vectors_down_until = 0.0
         self._vectors_error: str | None = None
         self._floors: dict[tuple[int, str], float] = {}  # (KB version, model) → calibrated semantic floor
@@ -148,8 +150,11 @@ class HybridSearcher:
         return self._current_view().version
 
     def warm_up(self, with_embeddings: bool = True) -> None:
-        """Load everything a first question needs: jieba, the BM25 index, Chroma and the embedding model."""
+        """Load everything a first question needs: jieba, the BM25 index, Chroma, the embedding model and the
+        reranker (when one is set)."""
         self.tokenizer.tokenize("预热")
+        if self.reranker is not None:
+            self.reranker.available()
         view = self._current_view()
         if with_embeddings and self.embedder.available() and view.vectors is not None:
             try:
@@ -327,6 +332,25 @@ class HybridSearcher:
             log.warning("Vector store reachable again: hybrid search restored")
             self._vectors_error = None
         return found, None
+
+    # --- reranking ---
+    async def rerank(self, question: str, hits: list[Hit]) -> list[Hit]:
+        """The hits best first against the whole question (RERANKER_MODEL), on the reranker's own thread; the same
+        hits when no reranker is set or it cannot be loaded."""
+        if self.reranker is None or len(hits) < 2:
+            return hits
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.reranker.executor, self.reranker.order, question, hits)
+
+    @property
+    def reranker_status(self) -> dict[str, str | None]:
+        """For /metrics: the reranker's model, and why it is off (not set, or cannot be loaded)."""
+        if self.reranker is None:
+            return {"reranker_model": None, "reranker_problem": None}
+        return {
+            "reranker_model": self.reranker.model_name,
+            "reranker_problem": self.reranker.error and str(self.reranker.error),
+        }
 
     # --- public API ---
     async def search(self, query: str, mode: SearchMode = "hybrid", depth: int | None = None) -> list[Hit]:
