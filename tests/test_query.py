@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import numpy as np
 import pytest
 from conftest import ATROPINE, ORTHO_K, SAMPLE_KB, make_settings
 from fake_clinical_llm import _last_prompt, decompose_reply, in_process_models, judge_reply
@@ -24,6 +25,7 @@ from clincite.core.shapes import (
     JudgementDone,
     NoticeEvent,
     PathChosen,
+    QueryResult,
     SearchDone,
     SearchStarted,
     Stage2Started,
@@ -687,3 +689,65 @@ async def test_reanswer_skips_the_cache_and_a_new_kb_version_never_reuses_it(tmp
 async def collect_fresh(service, question):
     events = [event async for event in service.run(question, use_cache=False)]
     return events, events[-1].result
+
+
+def test_an_embedding_may_judge_the_wording_but_never_the_asks():
+    from clincite.question.answer_cache import AnswerCache
+    from clincite.question.gist import gist_of
+
+    cache = AnswerCache(8, threshold=0.9)
+    fingerprint = ["v1"]
+    done = AnswerDone(
+        result=QueryResult(
+            question="散瞳验光的意义是什么？",
+            mode="offline",
+            sub_queries=[],
+            analyses=[],
+            sufficiency=None,
+            stage2_queries=[],
+            answer="**TL;DR：** …",
+            citations=[],
+            timings={},
+            usage={},
+        )
+    )
+    cache.remember("k", [done], fingerprint, vector=np.array([1.0, 0.0]))
+    near, far = np.array([0.95, 0.31]), np.array([0.6, 0.8])  # cosine 0.95 and 0.6
+    assert gist_of("散瞳验光的目的是什么？").terms != gist_of("散瞳验光的意义是什么？").terms  # words alone: no
+    assert cache.find_similar("散瞳验光的目的是什么？", fingerprint) is None
+    assert cache.find_similar("散瞳验光的目的是什么？", fingerprint, near) is not None  # the embedding says yes
+    assert cache.find_similar("散瞳验光的目的是什么？", fingerprint, far) is None
+    assert cache.find_similar("散瞳验光的禁忌证是什么？", fingerprint, near) is None  # another aspect: never
+    assert cache.find_similar("散瞳验光的目的是什么？", ["v2"], near) is None  # another KB version: never
+
+
+def test_the_threshold_is_calibrated_so_a_model_that_cannot_tell_close_questions_apart_never_decides():
+    from clincite.question.answer_cache import DIFFERENT_PROBES, NEVER, calibrated_threshold
+
+    def encoder(similarity: float):
+        def encode(texts):  # each probe pair at the given cosine
+            vectors = []
+            for _ in range(len(texts) // 2):
+                vectors += [np.array([1.0, 0.0]), np.array([similarity, (1 - similarity**2) ** 0.5])]
+            return vectors
+
+        return encode
+
+    assert len(DIFFERENT_PROBES) >= 3
+    assert calibrated_threshold(0.9, encoder(0.5)) == 0.9  # tells them apart: the setting stands
+    assert calibrated_threshold(0.9, encoder(0.93)) == pytest.approx(0.95)  # raised above the probes
+    assert calibrated_threshold(0.9, encoder(0.99)) == NEVER  # as good as identical: words only
+
+
+async def test_with_the_english_test_model_loaded_close_chinese_questions_are_still_told_apart(
+    kb_settings, sample_kb, real_embedder
+):
+    """all-MiniLM-L6-v2 reads most Chinese as unknown tokens (游泳 and 洗澡 score 1.0): its calibration must keep
+    it from deciding, or 镜片 and 镜盒 would be one question."""
+    searcher = HybridSearcher(kb_settings, sample_kb, real_embedder)
+    service = TwoStageQueryService(kb_settings.model_copy(update={"answer_cache_size": 64}), searcher)
+    await collect(service, "角膜塑形镜镜片怎么清洗？")
+    _, other = await collect(service, "角膜塑形镜镜盒怎么清洗？")
+    assert not other.cached
+    _, same = await collect(service, "OK镜镜片怎么清洗？")
+    assert same.cached

@@ -38,6 +38,18 @@ from clincite.core.shapes import (
 from clincite.question.gist import Gist, cosine, gist_of, same_question
 
 REPLAY_PIECE = 40  # characters per token event when a cached report is replayed
+# Questions with the same asks that differ in one word that matters (演示). An embedding model that scores any pair
+# as alike as the threshold cannot tell such questions apart: the threshold is raised above the highest of them
+# (FLOOR_MARGIN), and a model that scores them as good as identical (English models read Chinese as unknown tokens)
+# never decides at all — like the calibrated semantic floor of search.
+DIFFERENT_PROBES = (
+    ("角膜塑形镜可以戴着游泳吗？", "角膜塑形镜可以戴着洗澡吗？"),
+    ("角膜塑形镜镜片怎么清洗？", "角膜塑形镜镜盒怎么清洗？"),
+    ("户外活动能预防近视吗？", "户外活动能控制近视吗？"),
+    ("眼轴每年增长多少算过快？", "眼轴每年增长多少算正常？"),
+)
+FLOOR_MARGIN = 0.02
+NEVER = 1.0  # a threshold no cosine of two different questions reaches: the embedding does not decide
 CACHED_LABEL = "与之前的问题“{question}”相同，直接给出当时的回答（知识库未变）。"
 FINGERPRINTS_KEPT = 2  # similar-question indexes kept: the current KB version's, and the one before during a swap
 
@@ -70,16 +82,17 @@ class AnswerCache:
         return self._entries.get(key)
 
     def find_similar(
-        self, question: str, fingerprint: Iterable, vector: np.ndarray | None = None
+        self, question: str, fingerprint: Iterable, vector: np.ndarray | None = None, threshold: float | None = None
     ) -> CachedAnswer | None:
-        """The most recent standalone answer, on the same fingerprint, of a question that means the same."""
+        """The most recent standalone answer, on the same fingerprint, of a question that means the same (the embedding
+        cosine, if any, against `threshold`, default the cache's)."""
         mine = gist_of(question)
         for key in reversed(self._similar.get(_digest(list(fingerprint)), [])):
             entry = self._entries.get(key)
             if entry is None or entry.gist is None:
                 continue  # evicted meanwhile
             similarity = cosine(vector, entry.vector) if vector is not None and entry.vector is not None else None
-            if same_question(mine, entry.gist, similarity, self.threshold):
+            if same_question(mine, entry.gist, similarity, threshold or self.threshold):
                 return entry
         return None
 
@@ -107,6 +120,16 @@ class AnswerCache:
             self._similar[name] = [*kept[-self.size :], key]
             while len(self._similar) > FINGERPRINTS_KEPT:
                 self._similar.popitem(last=False)
+
+
+def calibrated_threshold(threshold: float, encode) -> float:
+    """SIMILAR_QUESTION_THRESHOLD, raised above what this embedding model scores questions that differ in one word
+    that matters; NEVER when it scores them nearly alike. `encode(texts) -> vectors` (blocking: call it in a thread)."""
+    texts = [text for pair in DIFFERENT_PROBES for text in pair]
+    vectors = encode(texts)
+    highest = max(cosine(vectors[i], vectors[i + 1]) for i in range(0, len(texts), 2))
+    floor = highest + FLOOR_MARGIN
+    return NEVER if floor >= NEVER else max(threshold, floor)
 
 
 def _digest(payload: list) -> str:

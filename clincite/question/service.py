@@ -14,6 +14,7 @@ source. Every task of a question lives in a TaskGroup, so Stop (or a disconnect)
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 
 from clincite.core.settings import Settings
@@ -34,7 +35,7 @@ from clincite.kb.embeddings import HashingEmbedder
 from clincite.kb.store import KnowledgeBase
 from clincite.llm.agents import Agents
 from clincite.llm.slots import open_question_slots
-from clincite.question.answer_cache import AnswerCache, replay
+from clincite.question.answer_cache import NEVER, AnswerCache, calibrated_threshold, replay
 from clincite.question.answering import FALLBACK_PIECE, open_answer, stream_answer
 from clincite.question.citation_check import check_citations_async
 from clincite.question.dependent import bridge_entity, rewrite
@@ -55,6 +56,8 @@ from clincite.question.stages import (
 from clincite.report.coverage import assess, evidence_gaps
 from clincite.report.format import abstention_report
 from clincite.retrieval.search import HybridSearcher
+
+log = logging.getLogger("clincite.question.service")
 
 OFFLINE_BANNER = "离线演示模式：未配置大语言模型，回答由规则从原文抽取拼接，仅供演示。"
 STAGE2_SKIPPED = "前面的步骤用时过长：已跳过第二阶段检索，直接依据已找到的证据回答。"
@@ -78,6 +81,7 @@ class TwoStageQueryService:
         self.searcher = searcher or HybridSearcher(settings)
         self._reasoner = reasoner or (LLMReasoner(agents) if agents is not None else None)
         self.cache = AnswerCache(settings.answer_cache_size, settings.similar_question_threshold)
+        self._similar_threshold: float | None = None  # calibrated for the embedding model on first use
 
     @property
     def reasoner(self) -> Reasoner:
@@ -171,13 +175,22 @@ class TwoStageQueryService:
         if not self.settings.similar_question_cache:
             return None
         standalone = resolved_follow_up(question, history) or question
-        return self.cache.find_similar(standalone, fingerprint, await self._question_vector(standalone))
+        vector = await self._question_vector(standalone)
+        return self.cache.find_similar(standalone, fingerprint, vector, self._similar_threshold)
 
     async def _question_vector(self, text: str):
-        """The question's embedding when an embedding model is loaded (the hashing embedder is no model); None
-        otherwise: the similar-question cache then compares words only. Never loads a model on the question path."""
+        """The question's embedding when an embedding model is loaded that can tell close questions apart (the
+        hashing embedder is no model; see answer_cache.calibrated_threshold); None otherwise: the similar-question
+        cache then compares words only. Never loads a model on the question path."""
         embedder = self.searcher.embedder
         if isinstance(embedder, HashingEmbedder) or embedder.error is not None or not embedder.loaded:
+            return None
+        if self._similar_threshold is None:  # once per process, on the first question with the model loaded
+            self._similar_threshold = await asyncio.to_thread(
+                calibrated_threshold, self.settings.similar_question_threshold, embedder.encode_queries
+            )
+            log.info("Similar-question cosine threshold for %s: %.3f", embedder.model_name, self._similar_threshold)
+        if self._similar_threshold >= NEVER:
             return None
         return (await asyncio.to_thread(embedder.encode_queries, [" ".join(text.split())]))[0]
 
