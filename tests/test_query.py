@@ -751,3 +751,13 @@ async def test_with_the_english_test_model_loaded_close_chinese_questions_are_st
     assert not other.cached
     _, same = await collect(service, "OK镜镜片怎么清洗？")
     assert same.cached
+
+
+async def test_the_question_itself_is_searched_with_the_names_of_the_aspects_it_asks(offline_service):
+    """The fast path answers from the question's own evidence: searched as asked ("…有哪些眼底并发症？") it missed the
+    section the guideline calls 主要眼底并发症 that the aspect's name finds (a gate error of bench/bench_gate.py)."""
+    events, result = await collect(offline_service, "高度近视有哪些眼底并发症？")
+    (q0,) = [e.sub_query for e in events if isinstance(e, SearchDone) and e.sub_query.id == "q0"]
+    assert q0.text == "高度近视有哪些眼底并发症？ 风险与并发症"
+    assert [e.path for e in events if isinstance(e, PathChosen)] == ["fast"]
+    assert any("主要眼底并发症" in c.heading_path for c in result.citations), [c.heading_path for c in result.citations]

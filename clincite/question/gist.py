@@ -290,3 +290,10 @@ def resolved_follow_up(question: str, history: list[ChatTurn]) -> str | None:
         return None
     ask = analyse(question, previous)
     return ask.resolved if ask.inherited else None
+
+
+def question_search_text(question: str) -> str:
+    """What the question itself (q0) is searched with: the question, and the names of the aspects it asks in its own
+    words ("高度近视有哪些眼底并发症？ 风险与并发症"), as the headings of the guidelines name them."""
+    missing = [aspect for aspect in sorted(gist_of(question).aspects) if aspect not in question]
+    return " ".join([question.strip(), *missing])
