@@ -5,14 +5,12 @@ waits for its parent's judged sub-answer and is rewritten with the bridge entity
     rewritten = rewrite(sub_query, bridge)                 # "微生物性角膜炎的处理原则"
 
 The bridge is a domain term of the ophthalmology lexicon (user dictionary and synonym groups) in the parent's verbatim
-extracts that neither the parent sub-query nor the question named (what the parent found out, not an aspect word):
-the first of them the judge's sub-answer names, else the one the extracts name most. It is always a term of the
-evidence, never one a model made up.
+extracts that neither the parent sub-query nor the question named (what the parent found out: not an aspect word,
+not the document's own name), from the judge's best extract first — the one its sub-answer names, else the first.
+It is always a term of the evidence, never one a model made up.
 """
 
 from __future__ import annotations
-
-from collections import Counter
 
 from clincite.core.shapes import BRIDGE_SLOT, SubQuery, SubQueryAnalysis
 from clincite.offline.lexicon import get_lexicon
@@ -55,11 +53,12 @@ def bridge_entity(parent: SubQueryAnalysis, question: str) -> str | None:
             and term not in lex.passage_cues
         )
 
-    in_evidence = Counter(t for extract in parent.extracts for t in domain_terms(extract.text) if new(t))
-    for term in domain_terms(parent.sub_answer):  # the judge's own summary names it: take its choice
-        if term in in_evidence:
-            return term
-    return in_evidence.most_common(1)[0][0] if in_evidence else None
+    for extract in parent.extracts:  # the judge's best evidence first
+        terms = [t for t in domain_terms(extract.text) if new(t) and t not in extract.source]
+        if terms:
+            named = [t for t in terms if t in parent.sub_answer]  # the judge's own summary names it: its choice
+            return (named or terms)[0]
+    return None
 
 
 def rewrite(sub_query: SubQuery, bridge: str | None) -> SubQuery:

@@ -63,23 +63,26 @@ KINDS = {
 SAME_ASK = {
     cue: group[0]
     for group in (
-        ("不良反应", "副作用", "副反应", "危害"),
+        ("不良反应", "副作用", "副反应", "危害", "有害", "伤害", "坏处"),
         ("安全性", "安全"),
-        ("适应证", "适应症", "适合", "适用", "适用人群", "适宜人群", "哪些人可以"),
-        ("禁忌证", "禁忌症", "禁忌", "不适合", "不适宜", "不宜", "不能用", "禁用", "不可以用"),
+        ("适应证", "适应症", "适合", "适用", "适用人群", "适宜人群", "哪些人可以", "适合谁", "哪些人适合", "什么人"),
+        ("禁忌证", "禁忌症", "禁忌", "不适合", "不适宜", "不宜", "不能用", "禁用", "不可以用", "不适用"),
+        ("不能", "不可以", "不应该", "不应", "不建议", "禁止"),
         ("定义", "概念", "指什么", "是指", "是什么意思"),
         ("诊断标准", "判定标准"),
         ("作用机制", "机制", "原理", "作用途径", "怎么起作用"),
-        ("为什么", "为何"),
+        ("原因", "为什么", "为何", "病因", "怎么会", "什么导致", "何故"),
+        ("目的", "意义", "用途", "有什么用", "有何用"),
         ("疗效", "效果", "有效", "有用", "控制效果"),
         ("风险", "危险"),
         ("注意事项", "注意"),
         ("护理", "保养"),
         ("预防", "防范", "避免", "怎么防"),
         ("随访", "复查", "复诊", "定期检查"),
-        ("用法用量", "用法", "用量", "剂量", "怎么用", "如何使用", "使用方法", "怎么点"),
-        ("治疗", "怎么治", "如何治", "疗法", "处理", "处置"),
-        ("症状", "表现", "征象"),
+        ("用法用量", "用法", "用量", "剂量", "怎么用", "如何使用", "使用方法", "怎么点", "多大剂量", "用多少"),
+        ("治疗", "怎么治", "如何治", "疗法", "处理方法", "治法"),
+        ("处理", "怎么办", "如何处理", "怎么处理", "该怎么做", "如何应对", "怎么应对", "处置"),
+        ("症状", "表现", "征象", "什么样", "有什么表现", "临床表现"),
     )
     for cue in group
 }
@@ -129,11 +132,8 @@ def _gist(text: str) -> Gist:
     sentences = max(1, len([s for s in _SENTENCE_END.split(text) if s.strip()]))
     numbers = frozenset(n.group().replace(" ", "").lower() for n in _NUMBER.finditer(core))
     rest = _NUMBER.sub(" ", core)
-    goals = [phrase for phrase in lex.ignore if phrase in rest]  # 控制近视 / 预防近视: the goal, not an aspect
-    for phrase in goals:
-        rest = rest.replace(phrase, " ")
     words = _merge_terms([w for w in get_tokenizer().words(rest) if w.strip()], lex)
-    aspects, asks, kinds, entities, terms = set(), set(), set(), set(), set(goals)
+    aspects, asks, kinds, entities, terms = set(), set(), set(), set(), set()
     joins = 0
     stopwords = get_tokenizer().stopwords
     for word in words:
@@ -151,11 +151,11 @@ def _gist(text: str) -> Gist:
             asks.add(SAME_ASK.get(cue, cue))
             if stem := _stem(word, lex):
                 terms.add(stem)
+        elif _PUNCT.match(word) or word in FILLER or word in lex.function_words or word in lex.generic:
+            continue  # (儿童, 孩子: the lexicon's generic words never identify a topic, even in a synonym group)
         elif lowered in lex.entities:
             entities.add(canonical(lowered))
-        elif _PUNCT.match(word) or word in FILLER or word in lex.generic or word in stopwords:
-            continue
-        else:
+        elif word not in stopwords:
             terms.add(canonical(lowered))
     if ONCE_IN.search(core) and "时长" in kinds:
         kinds = (kinds - {"时长"}) | {"频次"}
@@ -283,13 +283,16 @@ def composite_reasons(g: Gist) -> list[str]:
 
 
 def resolved_follow_up(question: str, history: list[ChatTurn]) -> str | None:
-    """A question that continues the chat's previous one ("那副作用呢？") with that topic put in ("低浓度阿托品副作用");
-    None for a question that stands on its own."""
+    """A question that continues the chat's previous one ("那副作用呢？") with that topic put in
+    ("低浓度阿托品副作用"), or the aspects it asked ("那HAL呢？" after a question about DIMS's 原理); None for a
+    question that stands on its own."""
     previous = [turn.content for turn in history if turn.role == "user"]
     if not previous:
         return None
     ask = analyse(question, previous)
-    return ask.resolved if ask.inherited else None
+    if not ask.follow_up:
+        return None
+    return " ".join([ask.resolved, *(aspect for aspect in ask.aspects if aspect not in ask.resolved)])
 
 
 def question_search_text(question: str) -> str:
