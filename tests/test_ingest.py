@@ -261,6 +261,7 @@ def test_undecodable_text_is_skipped(tmp_path):
         load_document(path)
 
 
+@pytest.mark.slow  # the missing model is looked for through sentence-transformers: importing torch takes seconds
 def test_cli_prints_a_line_per_file_and_a_summary(tmp_path, run_cli):
     docs = tmp_path / "docs"
     docs.mkdir()
