@@ -38,7 +38,7 @@ def imported_top_level(paths: list[Path]) -> set[str]:
                     names.update(alias.name.split(".")[0] for alias in node.names)
                 elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                     names.add(node.module.split(".")[0])
-    local = {file.stem for path in TEST_CODE for file in path.glob("*.py")}
+    local = {file.stem for path in [*TEST_CODE, ROOT / "deploy"] for file in path.glob("*.py")}  # (deploy/serve.py)
     return names - set(sys.stdlib_module_names) - OUR_MODULES - local
 
 

@@ -16,7 +16,7 @@ from clincite.llm.agents import build_agents
 from clincite.question.service import TwoStageQueryService
 from clincite.retrieval.search import HybridSearcher
 from clincite.web.datalayer import ClinCiteDataLayer, ensure_schema
-from clincite.web.metrics import compute_metrics, render_page
+from clincite.web.metrics import compute_metrics, render_body
 
 QUESTION = "低浓度阿托品控制近视的效果和副作用？"
 FRAGMENT_ID = re.compile(r'<片段 id="([^"]+)"')
@@ -93,7 +93,7 @@ async def test_an_unavailable_reranker_keeps_the_fused_order_and_metrics_say_why
     await ensure_schema(app_settings.db_url)
     layer = ClinCiteDataLayer(app_settings)
     try:
-        page = render_page(await compute_metrics(layer, {"mode": "offline", "search": "hybrid", **status}))
+        page = render_body(await compute_metrics(layer, {"mode": "offline", "search": "hybrid", **status}))
     finally:
         await layer.engine.dispose()
     assert "重排模型" in page and "不可用" in page and "重排模型不可用：无法加载" in page
