@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import logging
 
+from clincite.core.logs import switch_off_library_telemetry
+
+switch_off_library_telemetry()  # before Chainlit and what it imports (literalai → traceloop-sdk, OpenTelemetry)
+
 import chainlit as cl
 from chainlit.server import app as fastapi_app
 from chainlit.server import sio
@@ -21,6 +25,7 @@ from fastapi import Request, Response
 
 from clincite.core.settings import load_settings
 from clincite.core.shapes import ChatTurn
+from clincite.core.untrusted import clean_input, has_content
 from clincite.web import state
 from clincite.web.admin import install as install_admin_area
 from clincite.web.auth import install as install_session_guard
@@ -28,7 +33,7 @@ from clincite.web.auth import install_shared_store_handler, logout_hook
 from clincite.web.door import install as install_door
 from clincite.web.fairness import announce_queued
 from clincite.web.instance import use_private_app_root
-from clincite.web.render import NOTICE_AUTHOR, ChainlitRenderer, notices_in
+from clincite.web.render import NOTICE_AUTHOR, REANSWER_ACTION, REANSWER_LABEL, ChainlitRenderer, notices_in
 from clincite.web.startup import STARTERS, prepare_auth_secret, refuse_to_run_as_root, start_app, stop_app
 from clincite.web.timestamps import install as install_step_timestamps
 
@@ -99,6 +104,24 @@ async def on_chat_resume(thread: ThreadDict) -> None:
 
 @cl.on_message
 async def on_message(message: cl.Message) -> None:
+    await answer_in_turn(message.content)
+
+
+@cl.action_callback(REANSWER_ACTION)
+async def on_reanswer(action: cl.Action) -> None:
+    """重新回答 under a cached answer: the same question answered anew from the knowledge base, not from the cache."""
+    # The payload comes back from the browser: the door's rules apply to it as to a typed question.
+    question = clean_input(str((action.payload or {}).get("question", "")))
+    if not has_content(question) or len(question) > state.current().settings.question_max_chars:
+        log.warning("A re-answer action with an empty or over-long question was refused")
+        return
+    await action.remove()
+    async with cl.Step(name=REANSWER_LABEL, type="run"):
+        await answer_in_turn(question, use_cache=False)
+
+
+async def answer_in_turn(question: str, use_cache: bool = True) -> None:
+    """One clinician's questions are answered one after another (their later ones wait, told how many are ahead)."""
     app = state.current()
     user = cl.user_session.get("user")
     notices = []
@@ -109,17 +132,17 @@ async def on_message(message: cl.Message) -> None:
     async with app.queues.turn(getattr(user, "identifier", "") or cl.context.session.id, on_queued=queued):
         for notice in notices:
             await notice.remove()
-        await answer(app, message)
+        await answer(app, question, use_cache)
 
 
-async def answer(app: state.AppContext, message: cl.Message) -> None:
+async def answer(app: state.AppContext, question: str, use_cache: bool) -> None:
     history: list[ChatTurn] = cl.user_session.get("history") or []
     renderer = ChainlitRenderer(
         run_step_id=cl.context.current_step.id if cl.context.current_step else None,
         chunks=app.service.kb.catalogue.get_chunks,
     )
     try:
-        async for event in app.service.run(message.content, history):
+        async for event in app.service.run(question, history, use_cache=use_cache):
             await renderer.handle(event)
     except Exception as exc:  # Chainlit would swallow it: the clinician must see that something went wrong
         log.exception("Question failed")
@@ -128,14 +151,14 @@ async def answer(app: state.AppContext, message: cl.Message) -> None:
             content=f"抱歉，处理这个问题时出错了：{type(exc).__name__}。请稍后重试或联系管理员。", author=NOTICE_AUTHOR
         ).send()
         saved = await app.record_failure(
-            message.content, exc, renderer.run_step_id, cl.context.session.thread_id, cl.user_session.get("user")
+            question, exc, renderer.run_step_id, cl.context.session.thread_id, cl.user_session.get("user")
         )
         await tell_if_not_saved(saved)
         return
     result = renderer.result
     if result is None:
         return
-    history.extend([ChatTurn(role="user", content=message.content), ChatTurn(role="assistant", content=result.answer)])
+    history.extend([ChatTurn(role="user", content=question), ChatTurn(role="assistant", content=result.answer)])
     cl.user_session.set("history", history[-2 * app.settings.history_turns :])
     saved = await app.record(result, renderer.run_step_id, cl.context.session.thread_id, cl.user_session.get("user"))
     await tell_if_not_saved(saved)

@@ -35,6 +35,8 @@ PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 sys.path.insert(0, str(PROJECT / "tests"))
 
+from clincite.core.stats import percentile  # noqa: E402
+
 QUESTIONS = [
     "低浓度阿托品控制近视的效果和副作用？",
     "角膜塑形镜（OK镜）的适应症和禁忌症有哪些？",
@@ -77,13 +79,6 @@ def write_big_text(path: Path, mb: float) -> None:
             )
             f.write(block)
             written += len(block.encode("utf-8"))
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def free_port() -> int:
@@ -207,11 +202,11 @@ async def main_async(args) -> dict:
             "questions_during_ingest": len(during),
             "questions_after": len(after),
             "ttft_idle_p50": round(statistics.median(idle), 2),
-            "ttft_idle_p95": round(percentile(idle, 0.95), 2),
+            "ttft_idle_p95": round(percentile(idle, 95), 2),
             "ttft_during_p50": round(statistics.median(during), 2) if during else None,
-            "ttft_during_p95": round(percentile(during, 0.95), 2) if during else None,
+            "ttft_during_p95": round(percentile(during, 95), 2) if during else None,
             "ratio_p50": round(statistics.median(during) / statistics.median(idle), 2) if during else None,
-            "ratio_p95": round(percentile(during, 0.95) / percentile(idle, 0.95), 2) if during else None,
+            "ratio_p95": round(percentile(during, 95) / percentile(idle, 95), 2) if during else None,
             "ttft_after_swap_p50": round(statistics.median(after), 2),
             "ingest_exit": ingest.returncode,
             "ingest_seconds": round(ingest_seconds, 1),

@@ -13,7 +13,10 @@ simulated LLM time that must happen one call after another — and it runs (not 
   stage_serial  every stage waits for the previous one to finish completely (judges of one stage still concurrent)
   serial        one LLM call at a time, as an agent loop would make them
 
-This prints figures; it asserts nothing (targets: bench/README.md).
+It also runs every question with the fast-path gate off (FAST_PATH=false, today's pipeline before the gate), right
+before the same question with it on, and prints the two side by side: a simple question (the gate's "fast") should
+reach its first character sooner, a composite one no later. This prints figures; it asserts nothing (targets:
+bench/README.md).
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ from fake_openai_server import FakeOpenAIServer, LatencyProfile  # noqa: E402
 
 from clincite.core.logs import quiet_libraries  # noqa: E402
 from clincite.core.settings import load_settings  # noqa: E402
-from clincite.core.shapes import AnswerDone, AnswerToken  # noqa: E402
+from clincite.core.shapes import AnswerDone, AnswerToken, PathChosen  # noqa: E402
+from clincite.core.stats import percentile  # noqa: E402
 from clincite.ingest.pipeline import Ingestor  # noqa: E402
 from clincite.kb.store import KnowledgeBase  # noqa: E402
 from clincite.retrieval.search import HybridSearcher  # noqa: E402
@@ -97,22 +101,20 @@ class Profile:
             "answer_generation": AgentLatency(self.ttft, self.tps, self.answer_tokens),
         }
 
-    def lower_bound(self, stage2: bool) -> float:
+    def lower_bound(self, stage2: bool, fast: bool = False) -> float:
         """Simulated LLM time that must run in sequence before the first answer character."""
         a = self.agents()
         decomposition, judge = a["decomposition"].seconds(), a["relevance_judge"].seconds()
         sufficiency, answer_ttft = a["sufficiency_judge"].seconds(), a["answer_generation"].ttft
+        if fast:  # answered on the fast path: the question's own judgement, then the verdict beside the answer
+            return judge + max(sufficiency, answer_ttft)
         if stage2:  # the verdict must exist before stage 2's judges, and they before the answer
             return decomposition + judge + sufficiency + judge + answer_ttft
         return decomposition + judge + max(sufficiency, answer_ttft)  # the answer overlaps the verdict
 
 
 def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    rank = q / 100 * (len(ordered) - 1)
-    low = int(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+    return percentile(values, q, digits=None)
 
 
 def build_kb(tmp: Path):
@@ -161,8 +163,11 @@ async def run_question(service, question: str, full: bool) -> dict:
     started = time.perf_counter()
     ttft = None
     result = None
+    paths: list[str] = []
     run = service.run(question)
     async for event in run:
+        if isinstance(event, PathChosen):
+            paths.append(event.path)
         if isinstance(event, AnswerToken) and ttft is None:
             ttft = time.perf_counter() - started
             if not full:  # the baselines are measured to their first token only
@@ -170,7 +175,10 @@ async def run_question(service, question: str, full: bool) -> dict:
         if isinstance(event, AnswerDone):
             result = event.result
     await run.aclose()
-    row = {"ttft": ttft, "total": time.perf_counter() - started if full else None}
+    # The gate's choice: fast (answered from the question's own evidence), fallback (chose fast, then the full way),
+    # full (a composite question), or None (no gate).
+    path = "fallback" if "fallback" in paths else (paths[0] if paths else None)
+    row = {"ttft": ttft, "total": time.perf_counter() - started if full else None, "path": path}
     if result is not None:
         row.update(
             stage2=bool(result.stage2_queries),
@@ -202,14 +210,25 @@ async def bench(questions: list[tuple[str, bool]], profile: Profile, log) -> dic
         base_url, server = start_llm_server(llm)
         try:
             settings = llm_settings(base_settings, base_url)
-            rows: dict[str, list[dict]] = {}
-            for pipeline in ("overlapped", "stage_serial", "serial"):
-                service = SERVICES[pipeline](settings, searcher)
+            without_gate = settings.model_copy(update={"fast_path": False})
+            services = {
+                "gate_off": SERVICES["overlapped"](without_gate, searcher),
+                "overlapped": SERVICES["overlapped"](settings, searcher),
+                "stage_serial": SERVICES["stage_serial"](without_gate, searcher),
+                "serial": SERVICES["serial"](without_gate, searcher),
+            }
+            for service in services.values():
                 await service.warm_up()
                 await run_question(service, "预热：近视是什么？", full=False)  # connection pool warm
-                rows[pipeline] = []
+            rows: dict[str, list[dict]] = {name: [] for name in services}
+            for question, _ in questions:  # gate off, then on, back to back: the same load for both
+                for pipeline in ("gate_off", "overlapped"):
+                    row = await run_question(services[pipeline], question, full=True)
+                    rows[pipeline].append(row)
+                    log(f"{pipeline:<13} {row['ttft']:.2f} s  {row['path'] or '':<8} {question}")
+            for pipeline in ("stage_serial", "serial"):
                 for question, _ in questions:
-                    row = await run_question(service, question, full=pipeline == "overlapped")
+                    row = await run_question(services[pipeline], question, full=False)
                     rows[pipeline].append(row)
                     log(f"{pipeline:<13} {row['ttft']:.2f} s  {question}")
         finally:
@@ -221,7 +240,7 @@ async def bench(questions: list[tuple[str, bool]], profile: Profile, log) -> dic
 def summarise(questions, profile: Profile, rows: dict[str, list[dict]], search_mode: str, model: str) -> dict:
     product = rows["overlapped"]
     ttft = [r["ttft"] for r in product]
-    bounds = [profile.lower_bound(r["stage2"]) for r in product]
+    bounds = [profile.lower_bound(r["stage2"], fast=r["path"] == "fast") for r in product]
     overheads = [(t - b) * 1000 for t, b in zip(ttft, bounds)]
     stage_serial = [r["ttft"] for r in rows["stage_serial"]]
     serial = [r["ttft"] for r in rows["serial"]]
@@ -234,11 +253,13 @@ def summarise(questions, profile: Profile, rows: dict[str, list[dict]], search_m
             "ratio": round(r["ttft"] / b, 3),
             "stage_serial_ttft": round(ss, 3),
             "serial_ttft": round(s, 3),
+            "gate": r["path"],
+            "gate_off_ttft": round(off["ttft"], 3),
             "total": round(r["total"], 3),
             "llm_calls": r["llm_calls"],
             "degradations": r["degradations"],
         }
-        for (q, _), r, b, ss, s in zip(questions, product, bounds, stage_serial, serial)
+        for (q, _), r, b, ss, s, off in zip(questions, product, bounds, stage_serial, serial, rows["gate_off"])
     ]
     return {
         "questions": len(product),
@@ -261,11 +282,35 @@ def summarise(questions, profile: Profile, rows: dict[str, list[dict]], search_m
         "total_p50": round(pct([r["total"] for r in product], 50), 3),
         "llm_calls_mean": round(statistics.mean(r["llm_calls"] for r in product), 2),
         "degraded_questions": sum(1 for r in product if r["degradations"]),
+        "gate": gate_effect(product, rows["gate_off"], profile),
         "search_mode": search_mode,
         "embedding_model": model,
         "profile": vars(profile),
         "per_question": per_question,
     }
+
+
+def gate_effect(on: list[dict], off: list[dict], profile: Profile) -> dict:
+    """The fast-path gate's effect, the same questions with it off and on: simple (answered on the fast path),
+    fallback (sent fast, then the full way), composite (sent the full way)."""
+    effect: dict = {}
+    for kind in ("fast", "fallback", "full"):
+        pairs = [(a["ttft"], b["ttft"]) for a, b in zip(on, off) if a["path"] == kind]
+        if not pairs:
+            continue
+        p50_on, p50_off = pct([a for a, _ in pairs], 50), pct([b for _, b in pairs], 50)
+        effect[kind] = {
+            "questions": len(pairs),
+            "ttft_p50_on": round(p50_on, 3),
+            "ttft_p50_off": round(p50_off, 3),
+            "ratio_p50": round(p50_on / p50_off, 3),
+            # Each question against itself (asked back to back): a load spike on one run moves this less.
+            "ratio_paired_median": round(statistics.median(a / b for a, b in pairs), 3),
+        }
+    for name, runs in (("on", on), ("off", off)):
+        ratios = [r["ttft"] / profile.lower_bound(r["stage2"], fast=r["path"] == "fast") for r in runs]
+        effect[f"ratio_lower_bound_p95_{name}"] = round(pct(ratios, 95), 3)
+    return effect
 
 
 def print_table(m: dict) -> None:
@@ -302,6 +347,49 @@ def print_table(m: dict) -> None:
         f"{'met' if m['max_ttft'] < 5 else 'NOT met'}; TTFT p50 >= 35 % below the serial baseline: "
         f"{'met' if m['ratio_serial_p50'] <= 0.65 else 'NOT met'}"
     )
+    print_gate(m)
+
+
+GATE_KINDS = {"fast": "simple (fast path)", "fallback": "simple, fell back", "full": "composite (full way)"}
+
+
+def print_gate(m: dict) -> None:
+    """The fast-path gate's effect: every question with the gate off and on, side by side."""
+    print("\nThe fast-path gate, the same questions back to back (TTFT):\n")
+    print(f"{'question':<34}{'gate':>10}{'off':>8}{'on':>8}{'on/off':>8}")
+    for row in m["per_question"]:
+        name = row["question"] if len(row["question"]) <= 20 else row["question"][:19] + "…"
+        print(
+            f"{name:<{34 - _wide(name)}}{row['gate'] or '—':>10}{row['gate_off_ttft']:>7.2f}s{row['ttft']:>7.2f}s"
+            f"{row['ttft'] / row['gate_off_ttft']:>8.2f}"
+        )
+    gate = m["gate"]
+    print()
+    for kind, label in GATE_KINDS.items():
+        if kind in gate:
+            g = gate[kind]
+            print(
+                f"{label:<24}{g['questions']:>3} questions  TTFT p50 off {g['ttft_p50_off']:.2f} s, "
+                f"on {g['ttft_p50_on']:.2f} s  (× {g['ratio_p50']:.2f}; per question, median × "
+                f"{g['ratio_paired_median']:.2f})"
+            )
+    print(
+        f"TTFT / critical-path lower bound p95: off {gate['ratio_lower_bound_p95_off']:.3f}, "
+        f"on {gate['ratio_lower_bound_p95_on']:.3f}"
+    )
+    simple, composite = gate.get("fast"), gate.get("full")
+    print(
+        "Targets: simple TTFT p50 <= 0.75 x gate off: "
+        + (("met" if simple["ratio_p50"] <= 0.75 else "NOT met") if simple else "no simple question")
+        + "; composite <= 1.03 x: "
+        + (("met" if composite["ratio_p50"] <= 1.03 else "NOT met") if composite else "no composite question")
+        + f"; TTFT / bound p95 <= 1.10: {'met' if gate['ratio_lower_bound_p95_on'] <= 1.10 else 'NOT met'}"
+    )
+
+
+def _wide(text: str) -> int:
+    """Chinese characters take two columns: pad by display width."""
+    return sum(1 for ch in text if ord(ch) > 0x2E80)
 
 
 def main(argv: list[str] | None = None) -> int:

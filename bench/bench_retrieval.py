@@ -45,6 +45,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from clincite.core.stats import percentile  # noqa: E402
+
 DEFAULT_SIZES = "1000,10000,100000"
 QUICK_SIZES = "1000,10000"
 CHUNKS_PER_DOC = 20
@@ -443,16 +445,8 @@ def peak_rss_mb() -> float:
 
 
 def percentiles(samples_s: list[float]) -> dict:
-    import numpy as np
-
-    if not samples_s:
-        return {"p50_ms": None, "p95_ms": None, "n": 0}
-    ms = np.array(samples_s) * 1000
-    return {
-        "p50_ms": round(float(np.percentile(ms, 50)), 3),
-        "p95_ms": round(float(np.percentile(ms, 95)), 3),
-        "n": len(samples_s),
-    }
+    ms = [s * 1000 for s in samples_s]
+    return {"p50_ms": percentile(ms, 50), "p95_ms": percentile(ms, 95), "n": len(samples_s)}
 
 
 def timed(fn, items) -> list[float]:

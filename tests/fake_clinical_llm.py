@@ -35,7 +35,7 @@ from pydantic_ai.messages import ModelRequest, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
 from clincite.core.settings import Settings
-from clincite.core.shapes import ChatTurn, RelevantExtract, SubQuery, SubQueryAnalysis
+from clincite.core.shapes import BRIDGE_SLOT, ChatTurn, RelevantExtract, SubQuery, SubQueryAnalysis
 from clincite.llm import prompts as fmt
 from clincite.llm.prompts import load_prompt
 from clincite.report.format import EvidenceItem, compose
@@ -214,10 +214,29 @@ def _subject(question: str) -> str:
     return text[:cut]
 
 
+# A question whose second half needs the first half's answer ("…最常见的严重并发症应该怎么处理？"): a dependent pair, as
+# the decomposition prompt's rule 9 asks (the answer's name is left as a slot for the pipeline to fill).
+_DEPENDENT = re.compile(
+    r"^(?P<subject>.+?)最常见的(?P<what>(?:严重)?(?:并发症|不良反应|副作用))(?:应该|该|要)?(?:怎么|如何)(?P<act>处理|治疗|应对)"
+)
+
+
+def dependent_pair(question: str) -> list[dict] | None:
+    match = _DEPENDENT.match(question.strip())
+    if not match:
+        return None
+    return [
+        {"text": f"{match['subject']}最常见、最严重的{match['what']}及其发生率", "focus": "并发症"},
+        {"text": f"{BRIDGE_SLOT}的{match['act']}原则与方法", "focus": match["act"], "depends_on": 1},
+    ]
+
+
 def decompose_reply(prompt: str) -> dict:
     """One sub-query per aspect word the question names (two or more), else the question itself; a follow-up that
     opens with 那/它 gets the previous question's subject in front."""
     question = section(prompt, fmt.QUESTION, [])
+    if pair := dependent_pair(question):
+        return {"sub_queries": pair}
     previous = [t.content for t in read_history(section(prompt, fmt.HISTORY, [fmt.QUESTION])) if t.role == "user"]
     text = _plain(question)
     if previous and question.startswith(FOLLOW_UP_OPENERS):

@@ -186,9 +186,10 @@ PUBLIC_ROUTES = {  # our routes a clinician may use (each checks the login or th
 }
 
 
-def our_routes(tmp_path_factory) -> list:
+def our_routes(tmp_path_factory, monkeypatch) -> list:
     """Every route the app adds in front of Chainlit's, registered on an empty FastAPI app the way start-up does."""
-    os.environ.setdefault("CHAINLIT_APP_ROOT", str(_app_root(tmp_path_factory.mktemp("routes"))))
+    if "CHAINLIT_APP_ROOT" not in os.environ:  # (monkeypatch: not left set for the modules after this one)
+        monkeypatch.setenv("CHAINLIT_APP_ROOT", str(_app_root(tmp_path_factory.mktemp("routes"))))
     from fastapi import FastAPI
     from fastapi.routing import APIRoute
 
@@ -216,8 +217,8 @@ def concrete(path: str) -> str:
     return re.sub(r"\{(\w+)(:path)?\}", lambda m: "admin.css" if m.group(1) == "name" else "x", path)
 
 
-def test_every_admin_route_and_api_gives_a_clinician_403(admin_app, tmp_path_factory):
-    routes = our_routes(tmp_path_factory)
+def test_every_admin_route_and_api_gives_a_clinician_403(admin_app, tmp_path_factory, monkeypatch):
+    routes = our_routes(tmp_path_factory, monkeypatch)
     admin_routes = [(path, methods) for path, methods, guarded in routes if guarded]
     unguarded = {path for path, _, guarded in routes if not guarded}
     # A route outside the admin area must be one of the known public ones; everything under /admin and /metrics

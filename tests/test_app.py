@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import sys
 import uuid
 
 import pytest
-from conftest import ROOT, make_settings
+from conftest import chainlit_app, make_settings
 
+from clincite.web.datalayer import ensure_schema
 from clincite.web.render import final_content, source_elements
 
 _session = None  # the chat `ask` continues when fresh_chat=False
@@ -29,23 +28,11 @@ class Captured:
 def app_module(kb_settings, sample_kb, tmp_path_factory):
     """app.py loaded the way `chainlit run` loads it, on the session's sample KB, persistence off."""
     data = tmp_path_factory.mktemp("app")
-    os.environ["CHAINLIT_APP_ROOT"] = str(data)
-    import chainlit.data
-    from chainlit.config import config, load_module
-
-    from clincite.web import state
-    from clincite.web.datalayer import ensure_schema
-
     settings = make_settings(data, kb_dir=kb_settings.kb_dir)
     # The app records every answer (and tells the clinician when it could not: a toast); its tables must exist.
     asyncio.run(ensure_schema(settings.db_url))
-    state.configure(settings)
-    target = str(ROOT / "app.py")
-    load_module(target)
-    config.code.data_layer = None
-    chainlit.data._data_layer_initialized = False
-    yield sys.modules[target]
-    os.environ.pop("CHAINLIT_APP_ROOT", None)
+    with chainlit_app(settings, data) as (_, module):
+        yield module
 
 
 def use_context():
@@ -115,6 +102,15 @@ async def test_a_question_renders_steps_a_streamed_report_and_linked_sources(app
     assert "命中" in hits and "BM25" not in hits  # found by 关键词/语义, no raw scores
     decomposition = [u for u in captured.of("update") if u["id"] == steps["问题分解"]["id"] and u.get("output")]
     assert "低浓度阿托品的不良反应" in decomposition[-1]["output"]
+    # Each step closes when its own stage says it has finished: the search step before the last judgement is in.
+    order = [(kind, payload) for kind, payload in captured.events if kind in ("step", "update")]
+    search_closed = next(
+        i for i, (kind, s) in enumerate(order) if kind == "update" and s["id"] == steps["检索"]["id"] and s.get("end")
+    )
+    last_judgement = max(
+        i for i, (kind, s) in enumerate(order) if kind == "step" and s.get("parentId") == steps["相关性判断"]["id"]
+    )
+    assert search_closed < last_judgement
 
     streamed = captured.of("stream_start")[0]["output"] + "".join(captured.of("token"))
     assert streamed.startswith("> 离线演示模式")  # the report streamed before it was sent whole

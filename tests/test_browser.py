@@ -17,6 +17,7 @@ from conftest import CHROMIUM, CHROMIUM_ARGS, ROOT, give_feedback, send_question
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 STARTER_LABEL = "低浓度阿托品"
 STARTER_QUESTION = "低浓度阿托品控制近视的效果和副作用？"
+pytestmark = pytest.mark.browser
 
 if not Path(CHROMIUM).exists():
     if os.environ.get("CI"):
@@ -161,4 +162,40 @@ def test_a_question_the_kb_does_not_cover_gets_a_plain_abstention(running_app, b
     metrics = admin.get("/metrics.json").json()
     admin.close()
     assert metrics["no_evidence_rate"] and metrics["no_evidence_rate"] > 0
+    context.close()
+
+
+def test_a_simple_question_takes_the_fast_path_and_the_same_question_again_comes_from_the_cache(running_app, browser):
+    """The gate's choice is a step; the same question in other words is answered at once, labelled, and 重新回答
+    answers it anew."""
+    from playwright.sync_api import expect
+
+    context, page = log_in(browser, running_app, "doctor_a")
+    first, again = "离焦框架眼镜适合哪些孩子？", "哪些孩子适合戴离焦框架眼镜？"
+    answers = page.locator(".step[data-step-type='assistant_message']").filter(has_text="论据与来源")
+    send_question(page, first)
+    expect(answers).to_have_count(1, timeout=120_000)
+    expect(page.locator("#stop-button")).to_have_count(0, timeout=60_000)
+    gate = page.locator('[id="step-简单问题：直接检索"]').first
+    expect(gate).to_be_visible()
+    gate.click()
+    expect(page.get_by_text("只问了一件事").first).to_be_visible()
+    shot(page, "10-fast-path-step")
+
+    send_question(page, again)
+    expect(answers).to_have_count(2, timeout=60_000)
+    expect(page.locator("#stop-button")).to_have_count(0, timeout=60_000)
+    label = f"与之前的问题“{first}”相同，直接给出当时的回答（知识库未变）"
+    expect(page.get_by_text(label).first).to_be_visible()
+    cached = answers.nth(1)
+    expect(cached).to_contain_text("· 缓存")
+    reanswer = page.get_by_role("button", name="重新回答", exact=True)
+    expect(reanswer).to_have_count(1)
+    shot(page, "11-similar-question-from-the-cache")
+
+    reanswer.click()
+    expect(answers).to_have_count(3, timeout=120_000)
+    expect(answers.nth(2)).not_to_contain_text("· 缓存")
+    shot(page, "12-answered-anew")
+    expect(reanswer).to_have_count(0)
     context.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import time
 import uuid
 
@@ -46,7 +47,7 @@ def answer(
     )
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.server)])
 async def layer(request, tmp_path):
     url = None
     if request.param == "postgresql":
@@ -216,12 +217,20 @@ async def test_a_resumed_thread_shows_the_steps_written_a_moment_before(layer):
     await asyncio.gather(*writes)
 
 
-async def test_steps_built_back_to_back_come_back_in_order_without_blocking_the_loop(layer, monkeypatch):
+@pytest.fixture()
+def step_clock(monkeypatch):
+    """clincite.web.timestamps installed as app.py does at import, and taken out again after the test."""
+    for module in map(importlib.import_module, ("chainlit.step", "chainlit.message")):  # (chainlit.step: a function)
+        monkeypatch.setattr(module, "time", module.time)
+        monkeypatch.setattr(module, "utc_now", module.utc_now)
+    install_step_timestamps()
+
+
+async def test_steps_built_back_to_back_come_back_in_order_without_blocking_the_loop(layer, monkeypatch, step_clock):
     """Chainlit sleeps 1 ms on the event loop in every Step()/Message() to keep their timestamps apart; the app's
     clock (clincite.web.timestamps) keeps them apart without sleeping, and a resumed thread keeps their order."""
     import chainlit as cl
 
-    install_step_timestamps()  # as app.py does at import
     in_a_chainlit_session()
     thread = await make_thread(layer, "doctor_a")
     cl.context.session.thread_id = thread
@@ -232,8 +241,8 @@ async def test_steps_built_back_to_back_come_back_in_order_without_blocking_the_
     assert slept == [] and len(messages) == 20
     stamps = [step.created_at for step in made]
     assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)
-    for step in made:
-        await layer.create_step({**step.to_dict(), "threadId": thread})
+    # All in one commit window (STEP_BATCH_SECONDS), as a busy app writes them, not one window per step.
+    await asyncio.gather(*(layer.create_step({**step.to_dict(), "threadId": thread}) for step in made))
     stored = (await layer.get_thread(thread))["steps"]
     assert [s["name"] for s in stored] == [step.name for step in made]
 

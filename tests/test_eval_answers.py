@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
 DOCS = {
@@ -48,6 +49,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 def test_eval_answers_scores_a_tiny_folder(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -76,6 +78,7 @@ def test_eval_answers_scores_a_tiny_folder(tmp_path):
     assert unanswerable["coverage"] == "no_evidence" and unanswerable["citations"] == 0
 
 
+@pytest.mark.slow
 def test_a_bad_cases_file_is_refused_with_its_reason(tmp_path):
     cases = tmp_path / "cases.json"
     cases.write_text(json.dumps([{"question": "阿托品的副作用？", "answerable": True}]), encoding="utf-8")

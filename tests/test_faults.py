@@ -23,6 +23,7 @@ from conftest import (
     ROOT,
     SAMPLE_KB,
     AppServer,
+    chainlit_app,
     login_cookie,
     make_settings,
     open_socket,
@@ -112,6 +113,7 @@ async def wait_for(condition, what: str, limit: float = 20.0) -> None:
 # --- every agent hanging ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_every_agent_hanging_gives_the_extractive_report_within_the_budgets(kb_settings, searcher, server, llm):
     for agent in AGENTS:
         llm.always[agent] = Reply(delay=HANG)
@@ -169,20 +171,10 @@ async def test_stop_during_sufficiency_frees_every_task_and_llm_slot(kb_settings
 @pytest.fixture()
 def hanging_app(kb_settings, sample_kb, server, llm, tmp_path):
     """app.py loaded as `chainlit run` loads it, on the sample KB and the fake LLM, persistence off."""
-    import chainlit.data
-    from chainlit.config import config, load_module
-
-    from clincite.web import state
-
     llm.always["sufficiency_judge"] = Reply(delay=HANG)
     settings = llm_settings(make_settings(tmp_path, kb_dir=kb_settings.kb_dir), server.base_url, llm_max_concurrency=2)
-    previous = state._current
-    app = state.configure(settings)
-    load_module(str(ROOT / "app.py"))
-    config.code.data_layer = None
-    chainlit.data._data_layer_initialized = False
-    yield app
-    state._current = previous  # later tests get the app context they had, not this hanging one
+    with chainlit_app(settings, tmp_path) as (app, _):
+        yield app
 
 
 async def test_the_apps_stop_cancels_the_question(hanging_app, server):

@@ -261,6 +261,7 @@ def test_undecodable_text_is_skipped(tmp_path):
         load_document(path)
 
 
+@pytest.mark.slow  # the missing model is looked for through sentence-transformers: importing torch takes seconds
 def test_cli_prints_a_line_per_file_and_a_summary(tmp_path, run_cli):
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -279,6 +280,7 @@ def test_cli_prints_a_line_per_file_and_a_summary(tmp_path, run_cli):
     assert "未变 1" in second.stdout.splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_the_ingest_command_exits_1_when_nothing_could_be_ingested(tmp_path):
     """The one command run as a real process: `python ingest.py …` and its exit status, as a script sees it."""
     (tmp_path / "notes.xyz").write_text("?", encoding="utf-8")
@@ -418,6 +420,7 @@ def test_one_writer_a_second_ingest_waits_then_gives_up(small_kb, run_cli):
 PARAGRAPHS_TO_KILL_IN = 6_000
 
 
+@pytest.mark.slow
 def test_sigkill_mid_ingest_leaves_the_catalogue_intact_and_a_rerun_heals_orphan_vectors(tmp_path):
     """Killed while a document's vectors are being added (before its catalogue commit): orphans, nothing broken."""
     import sqlite3

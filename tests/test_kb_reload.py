@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import ATROPINE, ORTHO_K, ROOT, SAMPLE_KB, make_settings
 
 from clincite.core.shapes import DocumentRecord, NoticeEvent
@@ -94,6 +95,7 @@ async def test_a_kb_without_a_published_index_searches_semantically_and_says_so(
     assert not (settings.kb_dir / "bm25").exists(), "not rebuilt by the reader"
 
 
+@pytest.mark.slow
 async def test_a_new_version_is_swapped_in_in_the_background_while_the_old_one_serves(tmp_path):
     settings, docs = two_doc_kb(tmp_path, kb_reload_interval=0.05)
     searcher = HybridSearcher(settings, KnowledgeBase(settings))

@@ -202,6 +202,7 @@ def test_citing_a_document_by_its_title_verifies(real_kb):
     assert citation.verified and citation.chunk_id and citation.heading_path == ["日常护理步骤"]
 
 
+@pytest.mark.slow
 def test_retrieve_json_has_title_heading_path_and_pages(real_kb):
     settings, kb = real_kb
     out = subprocess.run(

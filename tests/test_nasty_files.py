@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 
+import pytest
 from conftest import ATROPINE, ORTHO_K, ROOT, SAMPLE_KB, make_settings
 from nasty_corpus import NASTY_LIMITS, build
 
@@ -44,6 +45,7 @@ def parse(stdout: bytes) -> dict[str, tuple[str, str]]:
     return results
 
 
+@pytest.mark.slow
 async def test_the_nasty_corpus_cannot_hurt_the_kb(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -9,7 +9,17 @@ from fake_clinical_llm import AgentLatency, ClinicalLLM, agent_requests, first_u
 from fake_openai_server import FakeOpenAIServer, Reply
 
 import query
-from clincite.core.shapes import AnswerToken, DegradedEvent, NoticeEvent, SearchDone
+from clincite.core.shapes import (
+    BRIDGE_SLOT,
+    AnswerToken,
+    DecompositionReady,
+    DegradedEvent,
+    JudgementDone,
+    NoticeEvent,
+    SearchDone,
+    SearchStarted,
+    SubQueryRewritten,
+)
 from query import TwoStageQueryService
 
 QUESTION = "低浓度阿托品控制近视的效果和副作用？"
@@ -195,3 +205,52 @@ async def test_a_late_first_token_gives_the_extractive_report(kb_settings, searc
         (c.source, c.quote) for c in result.citations if not c.verified
     ]
     assert result.timings["ttft"] < 2.5, "the clinician did not wait for the late model"
+
+
+# --- dependent sub-queries and merged near-duplicates (the decomposition's schema over the wire) ------------------
+
+DEPENDENT_QUESTION = "角膜塑形镜最常见的严重并发症应该怎么处理？"
+
+
+async def test_a_dependent_sub_query_waits_for_its_parent_and_is_searched_with_the_bridge_entity(
+    kb_settings, searcher, server
+):
+    events, result = await run(make_service(kb_settings, searcher, server), DEPENDENT_QUESTION)
+    schema = json.dumps(agent_requests(server, "decomposition")[0].body, ensure_ascii=False)
+    assert "depends_on" in schema, "the decomposition's output schema offers depends_on"
+    (ready,) = [e for e in events if isinstance(e, DecompositionReady)]
+    assert [(sq.id, sq.depends_on) for sq in ready.sub_queries] == [("q1", None), ("q2", "q1")]
+    assert ready.sub_queries[1].text == f"{BRIDGE_SLOT}的处理原则与方法"
+
+    (rewritten,) = [e for e in events if isinstance(e, SubQueryRewritten)]
+    assert rewritten.bridge == "微生物性角膜炎"  # what the parent's evidence says the most serious complication is
+    assert rewritten.original.text == f"{BRIDGE_SLOT}的处理原则与方法"
+    assert rewritten.rewritten.text == "微生物性角膜炎的处理原则与方法"
+
+    def at(predicate) -> int:
+        return next(i for i, e in enumerate(events) if predicate(e))
+
+    parent_judged = at(lambda e: isinstance(e, JudgementDone) and e.analysis.sub_query.id == "q1")
+    child_searched = at(lambda e: isinstance(e, SearchStarted) and e.sub_query.id == "q2")
+    assert parent_judged < events.index(rewritten) < child_searched, "q2 waited for q1's judged answer"
+    assert at(lambda e: isinstance(e, SearchStarted) and e.sub_query.id == "q1") < parent_judged
+    (child_search,) = [e for e in events if isinstance(e, SearchDone) and e.sub_query.id == "q2"]
+    assert child_search.sub_query.text == "微生物性角膜炎的处理原则与方法"
+    judged_texts = [first_user_text(r) for r in agent_requests(server, "relevance_judge")]
+    assert any("q2｜微生物性角膜炎的处理原则与方法" in text for text in judged_texts), "the judge read the rewrite"
+    assert [sq.text for sq in result.sub_queries][1] == "微生物性角膜炎的处理原则与方法"
+
+
+async def test_near_duplicate_sub_queries_are_merged_before_search(kb_settings, searcher, server, llm):
+    drafts = [
+        {"text": "低浓度阿托品的不良反应", "focus": "不良反应"},
+        {"text": "低浓度阿托品的疗效", "focus": "疗效"},
+        {"text": "低浓度阿托品的副作用", "focus": "副作用"},  # the first one again, in other words
+    ]
+    llm.script["decomposition"] = [Reply(output={"sub_queries": drafts})]
+    events, _ = await run(make_service(kb_settings, searcher, server))
+    (ready,) = [e for e in events if isinstance(e, DecompositionReady)]
+    assert [sq.text for sq in ready.sub_queries] == ["低浓度阿托品的不良反应", "低浓度阿托品的疗效"]
+    assert [(m.text, m.into) for m in ready.merged] == [("低浓度阿托品的副作用", "q1")]
+    searched = {e.sub_query.id for e in events if isinstance(e, SearchDone)}
+    assert searched == {"q0", "q1", "q2"} and len(agent_requests(server, "relevance_judge")) == 3

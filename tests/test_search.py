@@ -13,7 +13,7 @@ from conftest import ATROPINE, ORTHO_K, ROOT, SAMPLE_KB, TEST_MODEL, make_settin
 
 import query
 from clincite.ingest.pipeline import Ingestor
-from clincite.kb.embeddings import Embedder
+from clincite.kb.embeddings import Embedder, HashingEmbedder
 from clincite.kb.store import KnowledgeBase
 from clincite.retrieval.search import HybridSearcher
 from clincite.text.tokenizer import get_tokenizer
@@ -85,22 +85,41 @@ async def test_concurrent_searches_share_one_encode_and_each_gets_its_own_hits(s
     assert len(calls) < len(questions) * 5 and sum(calls) == len(questions) * 5
 
 
-def test_query_embedding_cache_stays_bounded(searcher, monkeypatch):
-    import clincite.kb.embeddings as search
+class CountingModel:
+    """The model behind an embedder, counting the texts it is asked to encode."""
 
-    monkeypatch.setattr(search, "QUERY_CACHE_SIZE", 2)
-    embedder = Embedder(searcher.embedder.model_name)
-    embedder._model = searcher.embedder.load()  # share the loaded model, not its cache
-    vectors = embedder.encode_queries(["角膜塑形镜", "阿托品", "红光", "眼轴"])  # more than the cache holds
-    assert vectors.shape[0] == 4 and len(embedder._cache) == 2
+    def __init__(self, model):
+        self.model, self.encoded = model, []
+
+    def encode(self, texts, **options):
+        self.encoded += list(texts)
+        return self.model.encode(texts, **options)
 
 
-def test_query_embeddings_are_cached(searcher):
-    embedder = searcher.embedder
-    first = embedder.encode_queries(["散瞳验光的意义"])
-    cached = embedder._cache["散瞳验光的意义"]
+def counting_embedder() -> tuple[HashingEmbedder, CountingModel]:
+    embedder = HashingEmbedder()
+    model = CountingModel(embedder.load())
+    embedder.load = lambda: model
+    return embedder, model
+
+
+def test_query_embeddings_are_cached():
+    embedder, model = counting_embedder()
+    first = embedder.encode_queries(["散瞳验光的意义", "眼轴"])
     again = embedder.encode_queries(["散瞳验光的意义"])
-    assert (first == again).all() and (again[0] == cached).all()
+    assert model.encoded == ["散瞳验光的意义", "眼轴"], "the second call was answered from the cache"
+    assert (again[0] == first[0]).all()
+
+
+def test_query_embedding_cache_stays_bounded(monkeypatch):
+    import clincite.kb.embeddings as embeddings
+
+    monkeypatch.setattr(embeddings, "QUERY_CACHE_SIZE", 2)
+    embedder, model = counting_embedder()
+    vectors = embedder.encode_queries(["角膜塑形镜", "阿托品", "红光", "眼轴"])  # more than the cache holds
+    assert vectors.shape[0] == 4
+    embedder.encode_queries(["眼轴", "红光", "角膜塑形镜"])  # the last two stayed, the first ones went
+    assert model.encoded == ["角膜塑形镜", "阿托品", "红光", "眼轴", "角膜塑形镜"]
 
 
 def lucene_bm25_scores(corpus: list[list[str]], concepts: list[list[list[str]]], k1=1.5, b=0.75) -> list[float]:

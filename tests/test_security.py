@@ -545,7 +545,8 @@ def test_8_secret_file_created_private(tmp_path, monkeypatch):
 
     from clincite.users.store import ensure_auth_secret
 
-    monkeypatch.delenv("CHAINLIT_AUTH_SECRET", raising=False)
+    monkeypatch.setenv("CHAINLIT_AUTH_SECRET", "")  # so that monkeypatch takes out the one made below
+    monkeypatch.delenv("CHAINLIT_AUTH_SECRET")
     ensure_auth_secret(make_settings(tmp_path))
     assert stat.S_IMODE((tmp_path / "auth_secret").stat().st_mode) == 0o600
     assert len(os.environ["CHAINLIT_AUTH_SECRET"]) > 40
@@ -577,6 +578,7 @@ async def test_8_secure_cookie_over_https(app):
 # --- 6 in a real browser ---
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(not Path(CHROMIUM).exists() and not os.environ.get("CI"), reason="chromium is not installed")
 def test_6_browser_fetches_nothing_and_links_nothing(app, pixel_server):
     from playwright.sync_api import expect, sync_playwright

@@ -176,6 +176,7 @@ def open_every_citation(page, expected_answers: int) -> int:
     return opened
 
 
+@pytest.mark.browser
 def test_source_view_reload_and_clean_first_screen(app_server):
     from playwright.sync_api import expect, sync_playwright
 

@@ -14,10 +14,12 @@ from clincite.core.shapes import (
     Event,
     JudgementDone,
     NoticeEvent,
+    PathChosen,
     SearchDone,
     Stage2Started,
     StageFinished,
     StageStarted,
+    SubQueryRewritten,
     SufficiencyReady,
 )
 
@@ -39,9 +41,17 @@ class TerminalRenderer:
                 write(f"▶ {label}…\n")
             case StageFinished(stage=stage, seconds=seconds) if stage != "answer":
                 write(f"✓ {STAGE_LABELS[stage]}（{seconds:.2f} 秒）\n")
-            case DecompositionReady(sub_queries=subs):
+            case DecompositionReady(sub_queries=subs, merged=merged):
                 for sq in subs:
-                    write(f"  · {sq.id} {sq.text}（{sq.focus}）\n")
+                    after = f"，依赖 {sq.depends_on} 的答案" if sq.depends_on else ""
+                    write(f"  · {sq.id} {sq.text}（{sq.focus}{after}）\n")
+                for m in merged:
+                    write(f"  · 与 {m.into} 重复，已合并：{m.text}\n")
+            case PathChosen(label=label, reason=reason):
+                write(f"◆ {label}：{reason}\n")
+            case SubQueryRewritten(original=before, rewritten=after, bridge=bridge):
+                how = f"用 {before.depends_on} 的答案“{bridge}”改写为" if bridge else "前一步没有找到答案，按原句检索："
+                write(f"  · {after.id}：{before.text} → {how}{after.text}\n")
             case SearchDone(sub_query=sq, hits=hits):
                 sources = "、".join(dict.fromkeys(display_source(h.source) for h in hits[:3])) or "无"
                 write(f"  · 检索 {sq.id}：{len(hits)} 段（{sources}）\n")

@@ -160,6 +160,19 @@ class Settings(BaseSettings):
     # with a hung agent in stage 1, stage 2 would push the first report token past ~10 s.
     stage2_deadline: float = Field(8.0, gt=0)
     answer_cache_size: int = Field(256, ge=0)
+    # A question that asks one thing is answered from its own judged evidence while the decomposition still runs
+    # (the sufficiency judge still guards it); off: every question waits for the decomposition.
+    fast_path: bool = True
+    # A question that means the same as one answered before on this KB version is answered from the cache (labelled,
+    # with 重新回答); off: only the same words hit. Embedding cosine from which two questions with the same aspects,
+    # domain terms and numbers count as the same (when an embedding model is loaded).
+    similar_question_cache: bool = True
+    similar_question_threshold: float = Field(0.9, gt=0, le=1)
+
+    # --- reranking (optional): a cross-encoder orders each judge's hits by how well they answer the whole question ---
+    reranker_model: str = ""  # a sentence-transformers CrossEncoder name or folder, e.g. BAAI/bge-reranker-base
+    reranker_device: str = "cpu"
+    reranker_batch_size: int = Field(16, ge=1)
 
     # --- web app ---
     database_url: str | None = Field(None, validation_alias=AliasChoices("CLINCITE_DATABASE_URL"))

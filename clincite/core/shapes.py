@@ -91,9 +91,17 @@ STAGE_LABELS: dict[str, str] = {
 # --------------------------------------------------------------------------------------------------------------
 
 
+BRIDGE_SLOT = "[答案]"  # where a dependent sub-query's text takes its parent's answer (its bridge entity)
+
+
 class SubQueryDraft(BaseModel):
     text: str = Field(description="肯定句形式的检索语句（不是问句），含专业术语及常用同义词")
     focus: str = Field(description="这条子查询覆盖的维度，如 定义、疗效数据、不良反应、禁忌症、随访")
+    depends_on: int | None = Field(
+        default=None,
+        description=f"仅当这条子查询要用到前面某条子查询的答案才能检索时，填那一条的序号（从 1 开始），"
+        f"并在 text 中用“{BRIDGE_SLOT}”标出答案的位置；其余情况省略",
+    )
 
 
 class DecompositionOutput(BaseModel):
@@ -144,6 +152,7 @@ class SubQuery(BaseModel):
     id: str  # "q0" is the original question itself, "q1".. stage 1, "s2-1".. stage 2
     text: str
     focus: str = ""
+    depends_on: str | None = None  # the id of the sub-query whose judged answer this one needs before its search
 
 
 class RelevantExtract(BaseModel):
@@ -246,9 +255,40 @@ class StageFinished(BaseModel):
     seconds: float
 
 
+class MergedSubQuery(BaseModel):
+    text: str  # a sub-query the decomposition wrote that searches for what another one already does
+    into: str  # the id of that other one
+
+
 class DecompositionReady(BaseModel):
     type: Literal["decomposition_ready"] = "decomposition_ready"
     sub_queries: list[SubQuery]
+    merged: list[MergedSubQuery] = Field(default_factory=list)  # near-duplicates, merged before any search
+
+
+class PathChosen(BaseModel):
+    """The fast-path gate: a question that asks one thing is answered from the question's own judged evidence while
+    the decomposition still runs; a "not sufficient" verdict falls back to the whole pipeline."""
+
+    type: Literal["path_chosen"] = "path_chosen"
+    path: Literal["fast", "full", "fallback"]
+    label: str  # 简单问题：直接检索 …
+    reason: str
+
+
+class SubQueryRewritten(BaseModel):
+    """A dependent sub-query, rewritten with the bridge entity its parent's judged answer gave, before its search."""
+
+    type: Literal["sub_query_rewritten"] = "sub_query_rewritten"
+    original: SubQuery  # as the decomposition wrote it
+    rewritten: SubQuery  # what is searched
+    bridge: str | None  # None: the parent found nothing to bridge with; searched without it
+
+
+class SearchStarted(BaseModel):
+    type: Literal["search_started"] = "search_started"
+    stage: int
+    sub_query: SubQuery
 
 
 class SearchDone(BaseModel):
@@ -256,6 +296,8 @@ class SearchDone(BaseModel):
     stage: int
     sub_query: SubQuery
     hits: list[Hit]
+    kb_version: int | None = None  # the published KB version this search read
+    degradation: Degradation | None = None  # a retriever that failed during this search (its notice is sent apart)
 
 
 class JudgementStarted(BaseModel):
@@ -311,6 +353,9 @@ Event = Annotated[
     StageStarted
     | StageFinished
     | DecompositionReady
+    | PathChosen
+    | SubQueryRewritten
+    | SearchStarted
     | SearchDone
     | JudgementStarted
     | JudgementDone

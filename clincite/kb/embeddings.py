@@ -7,12 +7,12 @@ import hashlib
 import logging
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from cachetools import LRUCache
 
 from clincite.core.settings import Settings
 
@@ -60,7 +60,7 @@ class Embedder:
         self._model = None
         self._error: EmbeddingUnavailable | None = None
         self._load_lock = threading.Lock()
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache: LRUCache[str, np.ndarray] = LRUCache(QUERY_CACHE_SIZE)
         self._cache_lock = threading.Lock()
         # The model's own query/document prompts (its config's "prompts"), else its family's; set when it loads.
         self.query_prompt, self.document_prompt = family_prompts(model)
@@ -68,6 +68,11 @@ class Embedder:
     @property
     def error(self) -> EmbeddingUnavailable | None:
         return self._error
+
+    @property
+    def loaded(self) -> bool:
+        """The model is in memory (loading it takes seconds: a caller that must not wait for that checks this)."""
+        return self._model is not None
 
     def load(self):
         """Load the model (once). Raises EmbeddingUnavailable with a fix-it message when it cannot be loaded."""
@@ -92,29 +97,12 @@ class Embedder:
             return self._model
 
     def _load_model(self):
-        """A local folder, the local Hugging Face cache, or a download — the last only when the hub answers.
-
-        Without a network, sentence-transformers spends over a minute in retries before it gives up; a 3-second
-        reachability check turns that into an immediate, explained BM25-only fallback.
-        """
-        local = Path(self.model_name).expanduser()
-        looks_like_path = self.model_name.startswith((".", "/", "~")) or local.exists()
-        if looks_like_path and not local.exists():
-            raise FileNotFoundError(f"folder not found: {local}")
-        from huggingface_hub import try_to_load_from_cache
-
-        cached = not looks_like_path and isinstance(try_to_load_from_cache(self.model_name, "modules.json"), str)
-        if not looks_like_path and not cached and not _hub_reachable():
-            raise ConnectionError("the model is not in the local cache and the Hugging Face hub cannot be reached")
         from sentence_transformers import (
             SentenceTransformer,  # ~8 s import: only here, only once
         )
 
-        return SentenceTransformer(
-            str(local) if looks_like_path else self.model_name,
-            device=self.device,
-            local_files_only=looks_like_path or cached or _offline_hub(),
-        )
+        source, local_only = model_source(self.model_name, "modules.json")
+        return SentenceTransformer(source, device=self.device, local_files_only=local_only)
 
     def available(self) -> bool:
         try:
@@ -153,9 +141,6 @@ class Embedder:
         with self._cache_lock:
             for q in queries:
                 self._cache[q] = known[q]
-                self._cache.move_to_end(q)
-            while len(self._cache) > QUERY_CACHE_SIZE:
-                self._cache.popitem(last=False)
         return np.stack([known[q] for q in queries]) if queries else np.zeros((0, 0))
 
 
@@ -244,6 +229,27 @@ class _HashedNgrams:
             if normalize_embeddings:
                 vectors[row] /= norm
         return vectors
+
+
+def model_source(name: str, marker_file: str) -> tuple[str, bool]:
+    """Where a model is loaded from: (a local folder, True), (a name in the local Hugging Face cache, True), or (a name
+    to download, False) — the last only when the hub answers. `marker_file` is a file every such model has.
+
+    Without a network, sentence-transformers spends over a minute in retries before it gives up; a 3-second
+    reachability check turns that into an immediate, explained fallback. Raises FileNotFoundError / ConnectionError.
+    """
+    local = Path(name).expanduser()
+    if name.startswith((".", "/", "~")) or local.exists():
+        if not local.exists():
+            raise FileNotFoundError(f"folder not found: {local}")
+        return str(local), True
+    from huggingface_hub import try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache(name, marker_file), str):
+        return name, True
+    if not _hub_reachable():
+        raise ConnectionError("the model is not in the local cache and the Hugging Face hub cannot be reached")
+    return name, _offline_hub()
 
 
 def _offline_hub() -> bool:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import re
 
-from clincite.core.shapes import STAGE_LABELS, AnswerToken, StageStarted, SubQueryAnalysis
-from clincite.question.run import QuestionRun
+from clincite.core.shapes import AnswerToken, SubQueryAnalysis
+from clincite.question.run import StageContext
 from clincite.question.speculation import AnswerGate
 from clincite.question.stages import Deps
 from clincite.report.extractive import evidence_items, extractive_report
@@ -33,10 +33,9 @@ class FirstTokenLate(Exception):
 
 
 async def stream_answer(
-    deps: Deps, run: QuestionRun, analyses: list[SubQueryAnalysis], gate: AnswerGate, gaps: list[str] | None = None
+    deps: Deps, run: StageContext, analyses: list[SubQueryAnalysis], gate: AnswerGate, gaps: list[str] | None = None
 ) -> str:
     """Stream the report once the gate opens; returns its text ("" when the gate dropped it)."""
-    started = run.elapsed()
     gaps = list(gaps or [])
     streamed: list[str] = []  # what reached the clinician, kept when the stream fails midway
     text = ""
@@ -58,7 +57,7 @@ async def stream_answer(
         text += _fallback(run, analyses, text, exc)
     if not text and not await open_answer(run, gate):
         return ""
-    run.finish("answer", started)
+    run.finish("answer")
     return text
 
 
@@ -69,7 +68,7 @@ def _first_token_budget(deps: Deps) -> float | None:
 
 async def _stream(
     deps: Deps,
-    run: QuestionRun,
+    run: StageContext,
     analyses: list[SubQueryAnalysis],
     gate: AnswerGate,
     gaps: list[str],
@@ -96,29 +95,27 @@ async def _stream(
     return True
 
 
-async def open_answer(run: QuestionRun, gate: AnswerGate) -> bool:
+async def open_answer(run: StageContext, gate: AnswerGate) -> bool:
     """Wait for the verdict; the answer step starts for the user only when its tokens can be shown."""
     if not await gate.wait_open():
         return False
-    if run.answer_started_at is None:
-        run.answer_started_at = run.elapsed()
-        run.emit(StageStarted(stage="answer", label=STAGE_LABELS["answer"]))
+    run.start("answer")
     return True
 
 
-def _emit_pieces(run: QuestionRun, text: str) -> None:
+def _emit_pieces(run: StageContext, text: str) -> None:
     for i in range(0, len(text), FALLBACK_PIECE):
         run.emit(AnswerToken(text=text[i : i + FALLBACK_PIECE]))
 
 
-def _extractive(run: QuestionRun, analyses: list[SubQueryAnalysis], gaps: list[str], exc: FirstTokenLate) -> str:
+def _extractive(run: StageContext, analyses: list[SubQueryAnalysis], gaps: list[str], exc: FirstTokenLate) -> str:
     run.degrade("answer", "回答模型首字过慢：已改为从原文逐字抽取的报告。", exc)
     report = extractive_report(analyses, gaps, LATE_NOTICE.format(budget=exc.budget))
     _emit_pieces(run, report)
     return report
 
 
-def _fallback(run: QuestionRun, analyses: list[SubQueryAnalysis], text: str, exc: Exception) -> str:
+def _fallback(run: StageContext, analyses: list[SubQueryAnalysis], text: str, exc: Exception) -> str:
     if text:
         notice = MIDWAY_NOTICE
         run.degrade("answer", "回答生成中途中断：已保留已生成的部分，并附上已找到的来源。", exc)

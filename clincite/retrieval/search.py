@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +31,7 @@ from clincite.kb.bm25 import BM25Index
 from clincite.kb.embeddings import OFF_TOPIC_PROBES, BatchedQueryEncoder, Embedder, get_embedder, noise_floor
 from clincite.kb.store import KnowledgeBase
 from clincite.kb.vectors import VectorStore
+from clincite.retrieval.rerank import get_reranker
 from clincite.text.tokenizer import get_tokenizer
 
 log = logging.getLogger("clincite.retrieval.search")
@@ -46,7 +48,8 @@ BM25_MISSING_NOTICE = "关键词索引尚未建立或已损坏，本次仅使用
 class SearchResults(list):
     """`list[list[Hit]]`, one list per query, plus what failed during this call.
 
-    `failed` maps a retriever ("semantic" or "bm25") to the English reason it contributed nothing.
+    `failed` maps a retriever ("semantic" or "bm25") to the English reason it contributed nothing; `version` is the
+    published KB version the call read (what an answer made from these hits is an answer of).
     """
 
     def __init__(
@@ -55,8 +58,10 @@ class SearchResults(list):
         failed: dict[str, str] | None = None,
         notice: str | None = None,
         component: str | None = None,
+        version: int | None = None,
     ):
         super().__init__(per_query)
+        self.version = version
         self.failed: dict[str, str] = dict(failed or {})
         self.notice = notice  # Chinese, for the clinician; None when both retrievers ran
         self.component = component  # "vector_store" | "embeddings" | "bm25_index"
@@ -96,11 +101,12 @@ class HybridSearcher:
         self._view: KBView | None = None
         self._view_lock = threading.Lock()
         self._reloading: threading.Thread | None = None
-        self._last_check = 0.0
+        self._last_check = -math.inf
         # Vector-store calls get their own small pool: a hung store occupies these threads, never the event loop's
         # default executor that every other to_thread() call of the app shares.
         self._vector_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="clincite-vectors")
         self._query_encoder = BatchedQueryEncoder(lambda texts: self.embedder.encode_queries(texts))
+        self.reranker = get_reranker(settings)  # None: RERANKER_MODEL not set
         self._vectors_down_until = 0.0
         self._vectors_error: str | None = None
         self._floors: dict[tuple[int, str], float] = {}  # (KB version, model) → calibrated semantic floor
@@ -144,8 +150,11 @@ class HybridSearcher:
         return self._current_view().version
 
     def warm_up(self, with_embeddings: bool = True) -> None:
-        """Load everything a first question needs: jieba, the BM25 index, Chroma and the embedding model."""
+        """Load everything a first question needs: jieba, the BM25 index, Chroma, the embedding model and the
+        reranker (when one is set)."""
         self.tokenizer.tokenize("预热")
+        if self.reranker is not None:
+            self.reranker.available()
         view = self._current_view()
         if with_embeddings and self.embedder.available() and view.vectors is not None:
             try:
@@ -198,7 +207,7 @@ class HybridSearcher:
 
     def refresh(self, wait: bool = True) -> int:
         """Check for a newly published KB version now (tests, admin); returns the version being served."""
-        self._last_check = 0.0
+        self._last_check = -math.inf  # (monotonic time starts near 0 at boot: 0.0 would not be "long ago")
         self._current_view()
         thread = self._reloading
         if wait and thread is not None:
@@ -209,7 +218,7 @@ class HybridSearcher:
         started = time.perf_counter()
         try:
             new = self._open_view()
-            if new.vectors is not None and self.embedder.error is None and self.embedder._model is not None:
+            if new.vectors is not None and self.embedder.error is None and self.embedder.loaded:
                 # The first query of a fresh Chroma view loads its HNSW index: pay that here, not in a question.
                 try:
                     new.vectors.query(self.embedder.encode_queries(["预热"]).tolist(), 1)
@@ -330,6 +339,25 @@ class HybridSearcher:
             self._vectors_error = None
         return found, None
 
+    # --- reranking ---
+    async def rerank(self, question: str, hits: list[Hit]) -> list[Hit]:
+        """The hits best first against the whole question (RERANKER_MODEL), on the reranker's own thread; the same
+        hits when no reranker is set or it cannot be loaded."""
+        if self.reranker is None or len(hits) < 2:
+            return hits
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.reranker.executor, self.reranker.order, question, hits)
+
+    @property
+    def reranker_status(self) -> dict[str, str | None]:
+        """For /metrics: the reranker's model, and why it is off (not set, or cannot be loaded)."""
+        if self.reranker is None:
+            return {"reranker_model": None, "reranker_problem": None}
+        return {
+            "reranker_model": self.reranker.model_name,
+            "reranker_problem": self.reranker.error and str(self.reranker.error),
+        }
+
     # --- public API ---
     async def search(self, query: str, mode: SearchMode = "hybrid", depth: int | None = None) -> list[Hit]:
         return (await self.search_many([query], mode, depth))[0]
@@ -361,7 +389,7 @@ class HybridSearcher:
         self.stats["searches"] += 1
         self.stats["bm25_only_searches"] += "semantic" in failed
         merged = await asyncio.to_thread(self._merge, bm25_results, sem_results)  # catalogue reads off the loop
-        return SearchResults(merged, failed, notice, component)
+        return SearchResults(merged, failed, notice, component, view.version)
 
     def _merge(self, bm25_results, sem_results) -> list[list[Hit]]:
         wanted = {cid for r in (*bm25_results, *sem_results) for cid, _ in r}

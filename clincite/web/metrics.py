@@ -14,21 +14,13 @@ import itertools
 import json
 from collections import Counter, defaultdict
 
+from clincite.core.stats import percentile
 from clincite.report.inert import html_text
+from clincite.retrieval.rerank import OFF_STATUS
 from clincite.web.datalayer import ClinCiteDataLayer
 
 TTFT_BUCKETS = [1, 2, 3, 5, 8, 13]  # seconds: histogram edges
 RECENT_THUMBS_DOWN = 20
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = q / 100 * (len(ordered) - 1)
-    low = int(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return round(ordered[low] + (ordered[high] - ordered[low]) * (rank - low), 3)
 
 
 def ratio(part: int, whole: int) -> float | None:
@@ -125,6 +117,7 @@ def system_status() -> dict:
         "search": "bm25" if searcher.bm25_only else "hybrid",
         "embedding_model": app.settings.embedding_model,
         "embedding_problem": searcher.warning,
+        **searcher.reranker_status,
         "documents": searcher.kb.catalogue.document_count(),
         "kb_version": searcher.kb.catalogue.version,
         "serving_version": searcher.serving_version,
@@ -288,6 +281,13 @@ def render_body(m: dict) -> str:
 <p class="hint"><a href="/metrics.json">以 JSON 查看这些数字</a></p>"""
 
 
+def _reranker_line(status: dict) -> str:
+    model = status.get("reranker_model")
+    if not model:
+        return OFF_STATUS
+    return model + ("（⚠️ 不可用，见下）" if status.get("reranker_problem") else "")
+
+
 def _status_html(status: dict) -> str:
     """The app's modes, explained once here for the administrators (the chat shows clinicians one short line)."""
     if not status:
@@ -309,6 +309,7 @@ def _status_html(status: dict) -> str:
         ("向量模型", status.get("embedding_model") or "—"),
         ("知识库文档数", str(status.get("documents", "—"))),
         ("知识库版本", str(status.get("kb_version", "—"))),
+        ("重排模型", _reranker_line(status)),
     ]
     table = "".join(f"<tr><th>{html_text(k)}</th><td>{html_text(v)}</td></tr>" for k, v in rows)
     problem = status.get("embedding_problem")
@@ -317,6 +318,8 @@ def _status_html(status: dict) -> str:
         if problem
         else ""
     )
+    if reranker_problem := status.get("reranker_problem"):
+        detail += f'<p class="problem">{html_text(reranker_problem)}</p>'
     return f'<section class="panel"><h2>系统状态</h2><table class="status">{table}</table>{detail}</section>'
 
 

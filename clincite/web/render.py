@@ -21,13 +21,14 @@ from clincite.core.shapes import (
     DegradedEvent,
     Event,
     JudgementDone,
-    JudgementStarted,
     NoticeEvent,
+    PathChosen,
     QueryResult,
     SearchDone,
     Stage2Started,
     StageFinished,
     StageStarted,
+    SubQueryRewritten,
     SufficiencyReady,
 )
 from clincite.report.citations import mark_unverified
@@ -44,6 +45,8 @@ MODE_NOTICES = {
     "offline": "🧪 演示模式：回答由规则从原文摘录拼接，未经大语言模型归纳；请点击【n】核对原文。",
     "bm25_only": "⚠️ 当前仅用关键词检索，换个说法可能检索到更多；请点击【n】核对原文。",
 }
+REANSWER_ACTION = "reanswer"  # app.py's action callback
+REANSWER_LABEL = "重新回答"
 FLUSH_SECONDS = 0.1  # tokens go in batches, ten a second: each batch re-sends and re-renders the whole report
 SNIPPET_CHARS = 80
 CONFIDENCE = {"high": "高", "medium": "中", "low": "低"}
@@ -72,28 +75,34 @@ class ChainlitRenderer:
                 await self.notice(event)
             case StageStarted(stage="answer"):
                 self.message = cl.Message(content="", author=ANSWER_AUTHOR)
-            case StageStarted(stage="search"):
-                await self.open_step("search")
-            case StageStarted(stage="sufficiency"):
-                for done in ("search", "judgement"):  # every stage-1 search and judgement has finished by now
-                    if done in self.steps:
-                        await self.close_step(done)
-                await self.open_step("sufficiency")
-            case StageStarted(stage=stage) if stage in ("decomposition", "stage2"):
+            case StageStarted(stage=stage):
                 await self.open_step(stage)
             case StageFinished(stage=stage) if stage in self.steps:
                 await self.close_step(stage)
-            case DecompositionReady(sub_queries=subs):
+            case DecompositionReady(sub_queries=subs, merged=merged):
                 step = self.steps.get("decomposition") or await self.open_step("decomposition")
                 step.output = "\n".join(
-                    f"{i}. **{inert_text(sq.text)}**（维度：{inert_text(sq.focus or '综合')}）"
+                    f"{i}. **{inert_text(sq.text)}**（维度：{inert_text(sq.focus or '综合')}"
+                    + (f"；依赖 {sq.depends_on} 的答案" if sq.depends_on else "")
+                    + "）"
                     for i, sq in enumerate(subs, 1)
-                )
+                ) + "".join(f"\n- 与 {m.into} 重复，已合并：{inert_text(m.text)}" for m in merged)
                 await step.update()
+            case PathChosen(label=label, reason=reason):
+                await self.child_of_run(label, inert_text(reason))
+            case SubQueryRewritten(original=before, rewritten=after, bridge=bridge):
+                found = (
+                    f"用 {before.depends_on} 的答案“{inert_text(bridge)}”改写"
+                    if bridge
+                    else "前一步没有找到可用的答案，按原句检索"
+                )
+                await self.child(
+                    "search",
+                    f"改写 {after.id}",
+                    f"原句：{inert_text(before.text)}\n\n{found}：**{inert_text(after.text)}**",
+                )
             case SearchDone():
                 await self.search_done(event)
-            case JudgementStarted(stage=1) if "judgement" not in self.steps:
-                await self.open_step("judgement")
             case JudgementDone():
                 await self.judgement_done(event)
             case SufficiencyReady(verdict=v):
@@ -140,6 +149,14 @@ class ChainlitRenderer:
         for stage in list(self.steps):
             await self.close_step(stage)
 
+    async def child_of_run(self, name: str, output: str) -> None:
+        """A step with nothing under it, done at once (the fast-path gate's choice)."""
+        step = cl.Step(name=name, type="tool", parent_id=self.run_step_id, show_input=False)
+        step.start = utc_now()
+        step.output = output
+        step.end = utc_now()
+        await step.send()
+
     async def child(self, parent: str, name: str, output: str) -> None:
         step = cl.Step(name=name, type="tool", parent_id=self.steps[parent].id, show_input=False)
         step.start = utc_now()
@@ -148,9 +165,7 @@ class ChainlitRenderer:
         await step.send()
 
     async def search_done(self, event: SearchDone) -> None:
-        parent = "stage2" if event.stage == 2 else "search"
-        if parent not in self.steps:
-            await self.open_step(parent)
+        parent = "stage2" if event.stage == 2 else "search"  # opened by its StageStarted
         lines = [f"**{inert_text(event.sub_query.text)}**\n"]
         for i, hit in enumerate(event.hits, 1):
             # In words, not scores: which retriever found the passage, and where it stands in its document.
@@ -166,9 +181,7 @@ class ChainlitRenderer:
         await self.child(parent, step_label("检索", event.sub_query), "\n".join(lines))
 
     async def judgement_done(self, event: JudgementDone) -> None:
-        parent = "stage2" if event.stage == 2 else "judgement"
-        if parent not in self.steps:
-            await self.open_step(parent)
+        parent = "stage2" if event.stage == 2 else "judgement"  # opened by its StageStarted
         a = event.analysis
         # Sub-answers and extracts are document text (or model text made from it): shown, never rendered as markup.
         extracts = (
@@ -230,6 +243,12 @@ class ChainlitRenderer:
         message.content = final_content(result, self.late_degradations)
         cited = [c.chunk_id for c in result.citations if c.chunk_id]
         message.elements = source_elements(result.citations, await asyncio.to_thread(self.chunks, cited))
+        if result.cached:  # answered from the cache: one click answers it anew from the knowledge base
+            message.actions = [
+                cl.Action(
+                    name=REANSWER_ACTION, payload={"question": result.question}, label=REANSWER_LABEL, icon="refresh-cw"
+                )
+            ]
         await message.send()
 
 
