@@ -46,13 +46,18 @@ async def test_atropine_side_effects_come_from_the_atropine_document(searcher):
 
 async def test_abbreviation_finds_the_full_term(searcher):
     hits = await searcher.search("OK镜会引起感染吗")
-    assert hits[0].source == ORTHO_K
+    # The question says only "OK镜"; the ortho-k document's infection passage, which says only "角膜塑形镜", is found
+    # among the first three (the atropine guide's passage on combining it with 角膜塑形镜 and its 感染风险 may lead).
+    infection = [h for h in hits[:3] if h.source == ORTHO_K and "微生物性角膜炎" in h.text]
+    assert infection and "OK镜" not in infection[0].text.upper()
+    assert all("角膜塑形镜" in h.text for h in hits[:3])
 
 
 async def test_search_many_keeps_queries_apart_and_deduplicates(searcher):
     per_query = await searcher.search_many(["角膜塑形镜的禁忌症", "重复低强度红光的安全性"])
-    assert per_query[0][0].source == ORTHO_K
+    assert any(h.source == ORTHO_K and "禁忌证" in h.text for h in per_query[0][:3])
     assert per_query[1][0].source == "重复低强度红光治疗及安全性（演示）.md"
+    assert not {h.chunk_id for h in per_query[0][:3]} & {h.chunk_id for h in per_query[1][:3]}
     bm25 = searcher.bm25_search_many(["角膜塑形镜的禁忌症", "重复低强度红光的安全性"])
     semantic = searcher.semantic_search_many(["角膜塑形镜的禁忌症", "重复低强度红光的安全性"])
     overlaps = 0
