@@ -69,6 +69,13 @@ class OfflineReasoner:
         return None
 
     # --- the Reasoner interface (clincite.question.reasoner) ---
+    def question_search_text(self, question: str, history: list[ChatTurn]) -> str:
+        """A question that asks one thing is searched (and judged, `_part`) as the one sub-query it plans: the fast
+        path then answers from the very evidence the full pipeline would (no model to save time on here)."""
+        ask = analyse(question, previous_questions(history))
+        parts = ask.sub_queries()
+        return parts[0][0] if len(parts) == 1 else ask.resolved
+
     async def decompose(
         self, question: str, history: list[ChatTurn], usage=None, stream: bool = True
     ) -> AsyncIterator[SubQueryDraft]:
@@ -159,8 +166,12 @@ class OfflineReasoner:
     @staticmethod
     def _part(ask: Ask, sub_query: SubQuery) -> Part:
         """The part of the question a sub-query stands for (q0: the whole question)."""
-        if sub_query.id == "q0":
+        parts = ask.sub_queries()
+        if sub_query.id == "q0" and len(parts) != 1:
             return Part(ask.resolved, list(ask.aspects))
+        if sub_query.id == "q0":  # a question that asks one thing: judged as its one sub-query (question_search_text)
+            text, aspect, subjects = parts[0]
+            return Part(text, [aspect] if aspect else [], subjects)
         for text, aspect, subjects in ask.sub_queries():
             if text == sub_query.text:
                 return Part(text, [aspect] if aspect else [], subjects)

@@ -28,6 +28,7 @@ from clincite.core.shapes import (
 )
 from clincite.llm.agents import Agents, build_agents, stream_list_items
 from clincite.llm.prompts import answer_prompt, decomposition_prompt, judge_prompt, sufficiency_prompt
+from clincite.question.gist import question_search_text
 
 if TYPE_CHECKING:
     from clincite.retrieval.search import HybridSearcher
@@ -39,6 +40,10 @@ class Reasoner(Protocol):
     mode: Mode
 
     async def open_connection(self) -> None: ...
+
+    def question_search_text(self, question: str, history: list[ChatTurn]) -> str:
+        """What the question itself (q0) is searched with from the first millisecond (the fast path answers from it)."""
+        ...
 
     def decompose(
         self, question: str, history: list[ChatTurn], usage: UsageSink, stream: bool = True
@@ -75,6 +80,9 @@ class LLMReasoner:
 
     async def open_connection(self) -> None:
         await self.agents.open_connection()
+
+    def question_search_text(self, question: str, history: list[ChatTurn]) -> str:
+        return question_search_text(question)
 
     async def decompose(
         self, question: str, history: list[ChatTurn], usage: UsageSink, stream: bool = True

@@ -40,7 +40,7 @@ from clincite.question.answering import FALLBACK_PIECE, open_answer, stream_answ
 from clincite.question.citation_check import check_citations_async
 from clincite.question.dependent import bridge_entity, rewrite
 from clincite.question.gate import FALLBACK_LABEL, choose_path
-from clincite.question.gist import question_search_text, resolved_follow_up
+from clincite.question.gist import resolved_follow_up
 from clincite.question.reasoner import LLMReasoner, Reasoner, build_reasoner
 from clincite.question.run import QuestionRun
 from clincite.question.speculation import AnswerGate
@@ -296,7 +296,7 @@ class TwoStageQueryService:
         analysis also goes to `question_judged`, for the fast path); a dependent sub-query once its parent is judged,
         rewritten with the bridge entity. Returns the sub-queries as searched and every analysis, q0 first."""
         deps = self.deps
-        original = SubQuery(id="q0", text=question_search_text(run.question), focus="原问题")
+        original = SubQuery(id="q0", text=self.reasoner.question_search_text(run.question, run.history), focus="原问题")
         phases = (Phase(run, "search"), Phase(run, "judgement"))
 
         def soon(job) -> asyncio.Task[SubQueryAnalysis]:
