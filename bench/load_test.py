@@ -913,12 +913,13 @@ def main(argv: list[str] | None = None) -> int:
         processes.stop_all()
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
-    if args.save:
-        args.save.write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
     else:
         print_table(report)
+    if args.save:  # after printing: a bad path never costs the run's figures
+        args.save.parent.mkdir(parents=True, exist_ok=True)
+        args.save.write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
     return 0 if all(report["verdict"].values()) else 1
 
 
