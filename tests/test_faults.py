@@ -451,6 +451,7 @@ def ingest_process(docs: Path, kb: Path, timeout: float, **settings: str) -> sub
     )
 
 
+@pytest.mark.slow  # waits out the parse budget
 def test_a_parser_that_never_ends_is_stopped_by_the_budget_and_the_lock_is_released(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -30,7 +30,8 @@ from servers import NginxServer, PostgresServer, RedisServer, free_port
 sys.path.insert(0, str(ROOT / "deploy"))
 from serve import nginx_conf
 
-pytestmark = pytest.mark.timeout(600)  # the whole cluster starts in the first test that needs it
+# Every test here runs servers (PostgreSQL, Redis, nginx, chroma run, app workers): not for the inner loop.
+pytestmark = [pytest.mark.timeout(600), pytest.mark.server]  # the whole cluster starts in the first test that needs it
 
 USERS = {"zhang": "zhang-password-1", "li": "li-password-22", "wang": "wang-password-3", "zhao": "zhao-password-44"}
 ACCOUNT_LIMIT = 5
