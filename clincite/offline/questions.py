@@ -46,6 +46,7 @@ _ASKS_NUMBER = re.compile(r"^(?:多少|多久|多长|几[个次天日周月年�
 # "什么是X / X是什么 / X到底是什么东西 / X是啥": what X is, when nothing else is asked (定义, a free aspect: a boost)
 _WHAT_IS = re.compile(r"^什么是|^[^哪几最]*是(?:什么|啥)(?:东西|意思|病)?$")
 _NUMBER_SPLIT = re.compile(r"(\d+(?:\.\d+)?\s*[%％]?)")
+_COUNT_WORD = re.compile(r"^[一二两三四五六七八九十几多]{1,2}[类种个项大条点样]$")  # 三类、两种: a count
 _LETTER_TAIL = re.compile(r"^[A-Z]\d?$")  # 维生素 + D, 维生素 + B12 is not one (B12 keeps its own token)
 
 
@@ -312,6 +313,8 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon) -> str:
             _add_cue(ask, token, lex)
             continue
         if token in lex.function_words:  # 能不能 is a question word, not 不能 (禁忌证)
+            continue
+        if _COUNT_WORD.match(token):  # "最常见的三类问题": a text counts its list its own way (三大问题), or not at all
             continue
         cue = next((c for c in lex.ask_cues if len(c) >= 2 and token.endswith(c) and len(token) > len(c)), None)
         if cue and lowered not in lex.entities:  # 激光治疗 → 激光 + the aspect 治疗

@@ -41,8 +41,10 @@ COMPOUND_RARITY = 9.8  # general-Chinese rarity from which a word written onto t
 COVER_SHARE = 0.8  # an unseen word counts by the KB's words inside it when they make up this share of it
 UNSEEN_CAP = 2.0  # an unseen word weighs at most this many times the question's heaviest known term
 GENERIC_WEIGHT = 0.3  # 孩子、方法 … weigh this share of their idf
+WORDING_SHARE = 1.0  # the asker's verb (宣称 for the text's 号称) weighs at most this share of the heaviest noun
 COMMON_RARITY = 7.5  # general-Chinese rarity (Tokenizer.general_rarity) at or below which a word is everyday
 SPECIFIC_SPAN = 5.0  # … and how much rarer it must be to count fully (需要 7.7 → 0.25, 手术 9.8 → 0.46, 青光眼 → 1)
+EVERY_KINDS = ("时间", "次数")  # the quantities "每 + unit" gives (每年一次, 每晚)
 RELATIVE_FLOOR = 0.75  # an extract scoring below this share of the best one for its part is left out
 MAX_EXTRACTS = 2
 MIN_UNIT_CHARS = 6
@@ -52,9 +54,11 @@ OPENING_SENTENCES = (
 OPENING_CHARS = 200  # … up to this many characters
 ECHO_WEIGHT = 0.3  # how much an extract's restating the question's own words counts
 FOREIGN_SHARE = 0.3  # a unit with fewer Chinese characters than this among its letters is in another language
+LABEL_HEADING_CHARS = 12  # a heading this short labels its section's aspect
 LABEL_CHARS = 20  # a sentence shorter than this without an ending is a heading or a label
 RUN_CHARS = 260  # a unit takes the sentences that carry on its answer along, up to about this many characters
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述", "这些", "但", "而")
+QUOTES = " “\"「『‘'"  # a sentence quoted ("“这个疾病…”") refers back all the same
 ANNOUNCES = ("以下", "如下", "下列", "包括", "分为", "有几点", "几种")  # the answer follows this sentence
 CARRY_ON = ("另外", "此外", "同时", "并且", "而且", "其中", "因此", "所以", "但", "①", "②", "③", "1.", "2.", "3.")
 _NUMBER_GAP = r"[\d.,，～~至到\-–—一二三四五六七八九十两半百千万个多余左右约\s]{0,8}?"  # 1至3个、两三
@@ -212,7 +216,21 @@ def _weigh(terms: list[Term], stats: TermStats) -> list[Weighted]:
                 w.weight = min(w.weight, GENERIC_WEIGHT * heaviest_known)
             elif w.unseen:
                 w.weight = min(w.weight, UNSEEN_CAP * heaviest_known)
+    _cap_wording(weighted, tokenizer)
     return weighted
+
+
+def _cap_wording(weighted: list[Weighted], tokenizer) -> None:
+    """A verb of the question is the asker's wording for what a text says its own way (宣称 / 号称, 做坏 / 损伤): it
+    never outweighs what the question is about, its names and nouns."""
+    wording = [w for w in weighted if not w.term.generic and _is_wording(w.term, tokenizer)]
+    heaviest_name = max((w.weight for w in weighted if not w.term.generic and w not in wording), default=0.0)
+    for w in wording if heaviest_name else []:
+        w.weight = min(w.weight, WORDING_SHARE * heaviest_name)
+
+
+def _is_wording(term: Term, tokenizer) -> bool:
+    return not (term.entity or term.text.isascii() or _NUMBER.match(term.text) or tokenizer.is_noun(term.text))
 
 
 def _known_pieces(terms: list[Term], stats: TermStats, tokenizer) -> list[Term]:
@@ -287,8 +305,8 @@ def match(weighted: Weighted, text: str) -> float:
 
 
 def _occurs(term: str, text: str) -> bool:
-    if term.isascii():  # ASCII abbreviations count as whole words only: "AL" is not in "VAL"
-        return re.search(rf"(?<![a-z0-9]){re.escape(term)}(?![a-z0-9])", text) is not None
+    if term.isascii():  # ASCII abbreviations count as whole words only: "AL" is not in "VAL"; "dB" is in "40dB"
+        return re.search(rf"(?<![a-z]){re.escape(term)}(?![a-z0-9])", text) is not None
     return term in text
 
 
@@ -441,12 +459,16 @@ def _unit_score(
         return None
     lowered = text.lower()
     context = " ".join([hit.title, *path, opening if path == list(hit.heading_path) else ""]).lower()
+    if _refers_back(text):  # "这个疾病如果在出生1个月…": what it names is the sentence before it
+        context = f"{context} {_sentence_before(hit.text, unit.start).lower()}"
     score = 0.7 * _coverage(terms, f"{context} {lowered}") + 0.1 * _coverage(terms, lowered)
     in_unit = set(part.aspects) & lex.passage_aspects(text)
     if "定义" in part.aspects and _defines(ask, part, text):
         in_unit.add("定义")
     over = set(part.aspects) & _heading_aspects(path, lex)
-    own_heading = lex.passage_aspects(path[-1]) if path else set()
+    # A short heading is a section's label (适用人群); a long one names a topic (a guideline's title: 阿片类药物不良反应
+    # 综合防治专家共识) and says nothing of what each of its sentences is about.
+    own_heading = lex.passage_aspects(path[-1]) if path and len(path[-1]) <= LABEL_HEADING_CHARS else set()
     if own_heading and not own_heading & set(part.aspects) and not set(part.aspects) & lex.free_aspects:
         in_unit = set()  # under "适用人群", a sentence saying 不适合 … does not make the section a 禁忌证 one
     if in_unit:
@@ -455,6 +477,8 @@ def _unit_score(
         score += 0.15
     if ask.wants_number and _DIGIT.search(text):
         score += 0.15
+        if _number_of_kind(ask, text, lex):  # 两三年 for 多久, not the 两个度数 of a sentence on another matter
+            score += 0.05
     if set(part.aspects) & lex.list_aspects and unit.kind == "list":
         score += 0.1
     stripped = text.rstrip()
@@ -468,6 +492,23 @@ def _unit_score(
         score -= 0.2  # a Chinese question is answered in Chinese where the text says it both ways (a quote, then 译文)
     named = next((a for a in part.aspects if a in in_unit | over), "")
     return score, named, bool(over)
+
+
+def _refers_back(text: str) -> bool:
+    return text.lstrip(QUOTES).startswith(PRONOUN_START)
+
+
+def _sentence_before(text: str, start: int) -> str:
+    """The sentences before `start` in its paragraph back to one that names its own subject (该病… refers back too;
+    "" at a paragraph's start)."""
+    paragraph = text.rfind("\n\n", 0, start) + 1
+    spans = sentences(text, max(paragraph, start - RUN_CHARS), start)
+    taken = []
+    for begin, end in reversed(spans):
+        taken.insert(0, text[begin:end])
+        if not _refers_back(taken[0]):
+            break
+    return "".join(taken)
 
 
 def _echo(question: str, text: str) -> float:
@@ -525,13 +566,21 @@ def _answers_number(ask: Ask, text: str, about: str, decisive: list[Weighted], l
     lowered = about.lower()
     if decisive and not all(match(w, lowered) == 1.0 for w in decisive):
         return False
+    return _number_of_kind(ask, text, lex)
+
+
+def _number_of_kind(ask: Ask, text: str, lex: Lexicon) -> bool:
     units = lex.quantities.get(ask.quantity, (None, None))[1]
     if not units:
         return bool(_DIGIT.search(text))
+    # "每年（至少进行）一次" answers 多久 as well as "3至6个月" does; "每天保证…" does not say how long, nor is 每万人
+    # a price
+    every = ask.quantity in EVERY_KINDS
     return any(
-        re.search(rf"(?:\d|[一二三四五六七八九十两半几数]){_NUMBER_GAP}{re.escape(unit)}|每{re.escape(unit)}", text)
+        re.search(rf"(?:\d|[一二三四五六七八九十两半几数]){_NUMBER_GAP}{re.escape(unit)}", text)
+        or (every and re.search(rf"每{re.escape(unit)}[^，。；,;]{{0,6}}?[\d一二三四五六七八九十两半]", text))
         for unit in units
-    )  # "每年一次" answers 多久 as well as "3至6个月" does
+    )
 
 
 def _defines(ask: Ask, part: Part, text: str) -> bool:
@@ -554,7 +603,7 @@ def _with_context(
     path = units[index][1]
     start, end = unit.start, unit.end
     body = unit.text(text)
-    if body.startswith(PRONOUN_START) and index > 0:
+    if _refers_back(body) and index > 0:
         previous = units[index - 1][0]
         same_paragraph = "\n\n" not in text[previous.end : unit.start]  # a new paragraph refers to its section
         if previous.kind == "sentence" and same_paragraph and end - previous.start <= RUN_CHARS:

@@ -148,7 +148,7 @@ class Tokenizer:
 
 def _mention_spans(text: str, term: str) -> list[tuple[int, int]]:
     if term.isascii():
-        return [(m.start(), m.end()) for m in re.finditer(rf"(?<![a-z0-9]){re.escape(term)}(?![a-z0-9])", text)]
+        return [(m.start(), m.end()) for m in re.finditer(rf"(?<![a-z]){re.escape(term)}(?![a-z0-9])", text)]
     spans, start = [], text.find(term)
     while start >= 0:
         spans.append((start, start + len(term)))
