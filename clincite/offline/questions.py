@@ -82,7 +82,7 @@ class Ask:
         like are aspects of a subject, not subjects)."""
         lex = get_lexicon()
         specific = [t for t in self.terms if not t.generic and t.text.lower() not in lex.not_subjects]
-        return [t for t in specific if t.entity] or specific
+        return [t for t in specific if t.entity or _abbreviation(t.text)] or specific
 
     @property
     def subject(self) -> str:
@@ -348,6 +348,11 @@ def _add_cue(ask: Ask, cue: str, lex: Lexicon) -> None:
         ask.aspects.append(aspect)
     if cue not in ask.cues:
         ask.cues.append(cue)
+
+
+def _abbreviation(word: str) -> bool:
+    """A name in Latin letters (BLINK, LAMP, TSAb): a study, product or test the lexicon cannot list them all of."""
+    return word.isascii() and sum(c.isalpha() for c in word) >= 2
 
 
 def _has_specific(terms: list[Term], lex: Lexicon) -> bool:
