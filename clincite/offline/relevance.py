@@ -56,6 +56,8 @@ ECHO_WEIGHT = 0.3  # how much an extract's restating the question's own words co
 FOREIGN_SHARE = 0.3  # a unit with fewer Chinese characters than this among its letters is in another language
 LABEL_HEADING_CHARS = 12  # a heading this short labels its section's aspect
 LABEL_CHARS = 20  # a sentence shorter than this without an ending is a heading or a label
+COMMON_NAME_SHARE = 0.25  # a word of the subject weighing this share of its heaviest word is common in the library
+TOGETHER_CHARS = 14  # the words of a compound subject start this close to each other where a text speaks of it
 RUN_CHARS = 260  # a unit takes the sentences that carry on its answer along, up to about this many characters
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述", "这些", "但", "而")
 QUOTES = " “\"「『‘'"  # a sentence quoted ("“这个疾病…”") refers back all the same
@@ -343,6 +345,8 @@ def _passage(
     section = _section_scope(hit, path, opening)
     if not _covers_decisive(decisive + _named_subjects(ask, part, terms), section, headings):
         return None  # what decides is named in another section of the passage, not in the one that would answer
+    if not _written_together(_named_subjects(ask, part, terms) if not part.subjects else [], unit, hit, headings):
+        return None  # 青光眼 … 手术风险高: both words are there, but not the 青光眼手术 asked about
     if part.aspects and not set(part.aspects) & lex.free_aspects and not aspect_named:
         return None  # the aspect asked (禁忌证) is named over or in the passage, or the passage does not answer it
     if ask.quantity and not _gives_number(ask, hit, unit, path, opening, decisive, lex):
@@ -395,6 +399,36 @@ def _named_subjects(ask: Ask, part: Part, terms: list[Weighted]) -> list[Weighte
         names = {t.text for t in compound(ask, ask.subject) if _narrows(t)}
         names |= {ask.subject} if any(t.text == ask.subject and t.entity for t in ask.terms) else set()
     return [w for w in terms if w.term.text in names]
+
+
+def _written_together(names: list[Weighted], unit: Unit, hit: Hit, headings: str) -> bool:
+    """A word of the subject that is common in this library (手术 of "青光眼手术", in a passage of every few) is near
+    the subject in the answering unit, or the title and headings over it name the subject: anywhere in the passage,
+    it is likely another matter ("由青光眼引起……手术风险高")."""
+    names = [w for w in names if match(w, headings) < 1.0 and not _NUMBER.match(w.term.text)]
+    heaviest = max((w.weight for w in names), default=0.0)
+    common = [w for w in names if w.weight <= COMMON_NAME_SHARE * heaviest]
+    if not common:
+        return True
+    wanted = [max(names, key=lambda w: w.weight), *common]
+    body = unit.text(hit.text)
+    text = (_sentence_before(hit.text, unit.start) + body if _refers_back(body) else body).lower()
+    spans = [sorted(_spans(w, text)) for w in wanted]
+    if not all(spans):
+        return False
+    # every word within TOGETHER_CHARS of an occurrence of the first: "青光眼小梁切除手术", "视力表。记录方式"
+    return any(
+        all(any(abs(start - anchor) <= TOGETHER_CHARS for start, _ in others) for others in spans[1:])
+        for anchor, _ in spans[0]
+    )
+
+
+def _spans(weighted: Weighted, text: str) -> list[tuple[int, int]]:
+    found = []
+    for variant in weighted.term.variants:
+        pattern = rf"(?<![a-z]){re.escape(variant)}(?![a-z0-9])" if variant.isascii() else re.escape(variant)
+        found += [(m.start(), m.end()) for m in re.finditer(pattern, text)]
+    return found
 
 
 def _narrows(term: Term) -> bool:
