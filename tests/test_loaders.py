@@ -334,3 +334,38 @@ def test_running_header_and_footer_are_dropped_from_pages_read_in_drawing_order(
         for first, second in pairs:
             assert first + second in document.text  # drawn one after the other: one paragraph, nothing between
     assert document.text.count(note) == 2
+
+
+def test_running_header_inside_the_crop_box_of_a_printers_file_is_dropped(tmp_path):
+    """A printer's PDF has a media box larger than the page (bleed, crop marks): the header sits in the top margin of
+    the crop box, the page as shown, though below the top tenth of the media box. Demo text, not clinical advice."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import RectangleObject
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+    from reportlab.pdfgen import canvas
+
+    pdfmetrics.registerFont(UnicodeCIDFont("STSong-Light"))
+    header, bleed, size = "演示眼科杂志 2026 年第 3 卷", 60, (595, 842)
+    media = (size[0] + 2 * bleed, size[1] + 2 * bleed)
+    bodies = ["弱视治疗应尽早开始，先配戴合适的眼镜。", "遮盖时长由医生根据复查结果调整。", "复查时记录最佳矫正视力。"]
+    printed = tmp_path / "printed.pdf"
+    pdf = canvas.Canvas(str(printed), pagesize=media)
+    for number, body in enumerate(bodies, 1):
+        pdf.setFont("STSong-Light", 9)
+        pdf.drawString(bleed + 50, media[1] - bleed - 40, f"{header} · {number} ·")  # 100 pt from the media top
+        pdf.setFont("STSong-Light", 11)
+        pdf.drawString(bleed + 50, media[1] - bleed - 200, body)
+        pdf.showPage()
+    pdf.save()
+    writer = PdfWriter(clone_from=PdfReader(str(printed)))
+    for page in writer.pages:
+        page.cropbox = RectangleObject((bleed, bleed, bleed + size[0], bleed + size[1]))
+    path = tmp_path / "印厂文件.pdf"
+    with open(path, "wb") as f:
+        writer.write(f)
+    assert 0.1 * media[1] < 100  # the premise: below the media box's top margin, inside the crop box's
+
+    document = load_document(path)
+    assert "演示眼科杂志" not in document.text
+    assert all(body in document.text for body in bodies)

@@ -101,7 +101,7 @@ def load_pdf(path: Path) -> LoadedDocument:
                 pages.append((lines, tables))
                 edges.append(margin)
                 report_pages(number, len(pdf.pages))  # a long PDF's page counter (clincite/ingest/progress.py)
-            heights = [float(page.height) for page in pdf.pages]
+            boxes = [_visible(page) for page in pdf.pages]
             meta_title = clean_line(str((pdf.metadata or {}).get("Title") or ""))
     except SkipFile:
         raise
@@ -109,7 +109,7 @@ def load_pdf(path: Path) -> LoadedDocument:
         raise SkipFile(f"PDF 文件损坏或无法解析 ({type(exc).__name__}: {exc})") from exc
     if not any(lines for lines, _ in pages):
         raise SkipFile("PDF 中没有可提取的文字（可能是扫描件，需要先做 OCR） (no text layer)")
-    _drop_running_lines(pages, edges, heights)
+    _drop_running_lines(pages, edges, boxes)
     _mark_headings([line for lines, _ in pages for line in lines], outline)
     document = _assemble(pages, path.stem)
     if meta_title and document.title == path.stem and not _looks_generated(meta_title):
@@ -208,13 +208,13 @@ def _read_page(page, number: int) -> tuple[list[Line], list[Table], list[Line]]:
             size = statistics.median(sizes) if sizes else 0.0
             top, bottom, x0, x1 = (float(raw[k]) for k in ("top", "bottom", "x0", "x1"))
             lines.append(Line(text, top, bottom, x0, x1, size, number, column=column))
-    height = float(page.height)
-    margin = [line for line in lines if line.bottom <= height * MARGIN or line.top >= height * (1 - MARGIN)]
+    box = _visible(page)
+    margin = [line for line in lines if _in_margin(line.top, line.bottom, box)]
     if len(regions) > 1:  # and the margins read across the gutter
         for raw in page.extract_text_lines(strip=True, y_tolerance=y_tolerance):
             top, bottom = float(raw["top"]), float(raw["bottom"])
             text = _join_cjk(clean_line(raw["text"]))
-            if text and (bottom <= height * MARGIN or top >= height * (1 - MARGIN)):
+            if text and _in_margin(top, bottom, box):
                 margin.append(Line(text, top, bottom, float(raw["x0"]), float(raw["x1"]), 0.0, number))
     return lines, tables, margin
 
@@ -290,7 +290,29 @@ def _running_keys(text: str) -> set[str]:
     return {key, bare} if _WORD.search(bare) else {key}
 
 
-def _drop_running_lines(pages: list[tuple[list[Line], list[Table]]], edges: list[list[Line]], heights: list[float]):
+def _visible(page) -> tuple[float, float]:
+    """Top and bottom of the page as it is shown: its crop box, when there is one, within the media box. A printer's
+    file has a media box larger than the page (bleed, crop marks, a slug line with the file name), and measured on
+    the media box the running header sits below the top margin."""
+    height = float(page.height)
+    try:
+        top, bottom = float(page.cropbox[1]), float(page.cropbox[3])
+    except (AttributeError, IndexError, TypeError, ValueError):
+        return 0.0, height
+    top, bottom = max(0.0, top), min(height, bottom)
+    return (top, bottom) if bottom - top > height / 2 else (0.0, height)
+
+
+def _in_margin(top: float, bottom: float, box: tuple[float, float]) -> bool:
+    """In the top or bottom MARGIN of the visible page, or outside it (a printer's slug line)."""
+    upper, lower = box
+    band = (lower - upper) * MARGIN
+    return bottom <= upper + band or top >= lower - band
+
+
+def _drop_running_lines(
+    pages: list[tuple[list[Line], list[Table]]], edges: list[list[Line]], boxes: list[tuple[float, float]]
+):
     """Remove page numbers and running headers and footers: lines that repeat at the edge of at least half of the
     pages. A page's edge is its top and bottom margin (read across the page, see _read_page) or, for a page read in
     drawing order (no positions), its first and last EDGE_LINES lines. The count is over the whole document, so the
@@ -298,8 +320,7 @@ def _drop_running_lines(pages: list[tuple[list[Line], list[Table]]], edges: list
     to recur at the very edge of half the pages, in the same words."""
 
     def in_margin(line: Line) -> bool:
-        height = heights[line.page - 1]
-        return line.bottom <= height * MARGIN or line.top >= height * (1 - MARGIN)
+        return _in_margin(line.top, line.bottom, boxes[line.page - 1])
 
     seen: Counter[str] = Counter()
     for page_edges in edges:
