@@ -253,3 +253,119 @@ def test_a_pdf_page_read_as_interleaved_glyphs_is_read_in_drawing_order():
     assert _garbled(interleaved, drawing_order)
     assert not _garbled(drawing_order, drawing_order)
     assert not _garbled("表格", drawing_order[:20])  # too little Chinese to tell: the positional reading stays
+
+
+def _interleaved_pdf(path, pages, header, footer):
+    """A PDF whose body lines are drawn in pairs over each other, glyphs interleaved (as on many journal pages), so
+    pdfplumber's positional reading is garbled and the loader reads every page in drawing order (pypdf). Each page
+    carries a running header with the page number on alternating sides ("· 72 · 杂志…", "杂志… · 73 ·") and a footer."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+    from reportlab.pdfgen import canvas
+
+    pdfmetrics.registerFont(UnicodeCIDFont("STSong-Light"))
+    pdf = canvas.Canvas(str(path), pagesize=A4)
+    height = A4[1]
+    for number, (pairs, last) in enumerate(pages, 1):
+        mark = f"· {70 + number} ·"
+        pdf.setFont("STSong-Light", 9)
+        pdf.drawString(50, height - 40, f"{mark} {header}" if number % 2 == 0 else f"{header} {mark}")
+        y = height - 120
+        for pair in pairs:
+            for text, dx, dy in zip(pair, (0, 8), (0, 1)):  # the second line half a glyph to the right
+                line = pdf.beginText(50 + dx, y - dy)
+                line.setFont("STSong-Light", 8)
+                line.setCharSpace(8)
+                line.textLine(text)
+                pdf.drawText(line)
+            y -= 30
+        if last:
+            pdf.setFont("STSong-Light", 9)
+            pdf.drawString(50, y, last)
+        pdf.drawString(50, 30, footer)
+        pdf.showPage()
+    pdf.save()
+    return path
+
+
+def test_running_header_and_footer_are_dropped_from_pages_read_in_drawing_order(tmp_path):
+    """Pages read by pypdf have no positions, so their running header and footer are found as lines that recur at
+    the start or end of most pages (digits and page-number marks aside); the body stays whole, and a body line that
+    recurs at the end of only two of five pages is kept. Demo text, not clinical advice."""
+    import pdfplumber
+    from pypdf import PdfReader
+
+    from clincite.ingest.loaders.pdf import _garbled, _pypdf_text, _read_page
+
+    header, footer, note = (
+        "演示眼科杂志 2026 年 4 月第 3 卷第 2 期 Demo Eye J, Vol. 3, No. 2",
+        "仅供演示",
+        "注：方案由医生确定。",
+    )
+    kinds = ["屈光参差性弱视", "斜视性弱视", "形觉剥夺性弱视", "屈光不正性弱视", "双眼弱视"]
+    pages = [
+        (
+            [
+                (
+                    f"{kind}的治疗应尽早开始，先在睫状肌麻痹验光后配戴合适的眼镜。",
+                    f"戴镜后{kind}患儿视力提高停滞时，再由医生决定其他治疗。",
+                ),
+                (
+                    f"{kind}患儿复查时应记录最佳矫正视力、治疗时长和依从情况。",
+                    f"家长应按医嘱带{kind}患儿定期复查，不要自行停止治疗。",
+                ),
+            ],
+            note if number in (2, 4) else "",
+        )
+        for number, kind in enumerate(kinds, 1)
+    ]
+    path = _interleaved_pdf(tmp_path / "演示杂志.pdf", pages, header, footer)
+    reader = PdfReader(str(path))
+    with pdfplumber.open(str(path)) as pdf:  # the premise: every page goes the pypdf way
+        for number, page in enumerate(pdf.pages, 1):
+            lines = _read_page(page, number)[0]
+            assert _garbled(" ".join(line.text for line in lines), _pypdf_text(reader, number))
+
+    document = load_document(path)
+    assert "演示眼科杂志" not in document.text and "Demo Eye J" not in document.text
+    assert footer not in document.text and "· 7" not in document.text
+    for pairs, _ in pages:
+        for first, second in pairs:
+            assert first + second in document.text  # drawn one after the other: one paragraph, nothing between
+    assert document.text.count(note) == 2
+
+
+def test_running_header_inside_the_crop_box_of_a_printers_file_is_dropped(tmp_path):
+    """A printer's PDF has a media box larger than the page (bleed, crop marks): the header sits in the top margin of
+    the crop box, the page as shown, though below the top tenth of the media box. Demo text, not clinical advice."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import RectangleObject
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+    from reportlab.pdfgen import canvas
+
+    pdfmetrics.registerFont(UnicodeCIDFont("STSong-Light"))
+    header, bleed, size = "演示眼科杂志 2026 年第 3 卷", 60, (595, 842)
+    media = (size[0] + 2 * bleed, size[1] + 2 * bleed)
+    bodies = ["弱视治疗应尽早开始，先配戴合适的眼镜。", "遮盖时长由医生根据复查结果调整。", "复查时记录最佳矫正视力。"]
+    printed = tmp_path / "printed.pdf"
+    pdf = canvas.Canvas(str(printed), pagesize=media)
+    for number, body in enumerate(bodies, 1):
+        pdf.setFont("STSong-Light", 9)
+        pdf.drawString(bleed + 50, media[1] - bleed - 40, f"{header} · {number} ·")  # 100 pt from the media top
+        pdf.setFont("STSong-Light", 11)
+        pdf.drawString(bleed + 50, media[1] - bleed - 200, body)
+        pdf.showPage()
+    pdf.save()
+    writer = PdfWriter(clone_from=PdfReader(str(printed)))
+    for page in writer.pages:
+        page.cropbox = RectangleObject((bleed, bleed, bleed + size[0], bleed + size[1]))
+    path = tmp_path / "印厂文件.pdf"
+    with open(path, "wb") as f:
+        writer.write(f)
+    assert 0.1 * media[1] < 100  # the premise: below the media box's top margin, inside the crop box's
+
+    document = load_document(path)
+    assert "演示眼科杂志" not in document.text
+    assert all(body in document.text for body in bodies)

@@ -3,7 +3,8 @@
 What a guideline PDF needs that plain text extraction loses:
 - every chunk knows its pages: the builder records where each page starts;
 - running headers, footers and page numbers (lines in the top/bottom margin repeated on most pages, or bare page
-  numbers) are dropped instead of landing mid-passage;
+  numbers) are dropped instead of landing mid-passage, also on pages read in drawing order (their first and last
+  lines) and where a two-column page's crop cuts a header in two;
 - a line wrap inside a sentence is not a sentence end: lines are joined into paragraphs (with no space between
   Chinese characters), also across a page break when the sentence goes on;
 - headings come from the PDF outline (bookmarks) when there is one, else from the layout (larger font);
@@ -50,6 +51,12 @@ MAX_HEADING_CHARS = 40
 MIN_WORDLIKE_GAIN = 0.15  # pypdf's reading of a page wins when this much more of it reads as words
 MIN_WORDLIKE_CHARS = 100  # pages with fewer Chinese characters keep the positional reading
 PLAIN_LEADING = 12.0  # points between lines read pypdf's way (they have no positions of their own)
+EDGE_LINES = 3  # a page read pypdf's way: its first and last this many lines are where a running header/footer sits
+MAX_RUNNING_CHARS = 150  # a running header or footer is one printed line (a journal's name, issue, date, DOI)
+# Page-number marks around a running line ("· 72 · 中华医学杂志…", "…No. 16 · 73 ·"): a journal's odd and even pages
+# carry the same header with the number on the other side, and the digits are already "#" in the key.
+_PAGE_MARKS = re.compile(r"^[#·•∙\-—–|]+|[#·•∙\-—–|]+$")
+_WORD = re.compile(r"[^\W\d_]")  # a letter or a Chinese character
 
 
 @dataclass
@@ -63,6 +70,7 @@ class Line:
     page: int
     heading: int = 0  # heading level, 0 for body text
     column: int = 0  # 0, or 1 for the right column of a two-column page
+    drawn: bool = False  # read in drawing order by pypdf: top and bottom are line counts, not positions
 
 
 @dataclass
@@ -83,14 +91,17 @@ def load_pdf(path: Path) -> LoadedDocument:
         outline = _outline(reader)
         with _open_plumber(pdfplumber, path, reader) as pdf:  # characters with positions and sizes, ruled tables
             pages = []
+            edges = []  # per page: the lines a running header or footer would be (see _drop_running_lines)
             for number, page in enumerate(pdf.pages, 1):
-                lines, tables = _read_page(page, number)
+                lines, tables, margin = _read_page(page, number)
                 plain = _pypdf_text(reader, number)
                 if _garbled(" ".join(line.text for line in lines), plain):
                     lines, tables = _plain_lines(plain, number), []
+                    margin = lines[:EDGE_LINES] + lines[EDGE_LINES:][-EDGE_LINES:]
                 pages.append((lines, tables))
+                edges.append(margin)
                 report_pages(number, len(pdf.pages))  # a long PDF's page counter (clincite/ingest/progress.py)
-            heights = [float(page.height) for page in pdf.pages]
+            boxes = [_visible(page) for page in pdf.pages]
             meta_title = clean_line(str((pdf.metadata or {}).get("Title") or ""))
     except SkipFile:
         raise
@@ -98,7 +109,7 @@ def load_pdf(path: Path) -> LoadedDocument:
         raise SkipFile(f"PDF 文件损坏或无法解析 ({type(exc).__name__}: {exc})") from exc
     if not any(lines for lines, _ in pages):
         raise SkipFile("PDF 中没有可提取的文字（可能是扫描件，需要先做 OCR） (no text layer)")
-    _drop_running_lines(pages, heights)
+    _drop_running_lines(pages, edges, boxes)
     _mark_headings([line for lines, _ in pages for line in lines], outline)
     document = _assemble(pages, path.stem)
     if meta_title and document.title == path.stem and not _looks_generated(meta_title):
@@ -158,11 +169,14 @@ def _plain_lines(text: str, number: int) -> list[Line]:
         line = _join_cjk(clean_line(raw))
         if line:
             top = PLAIN_LEADING * index
-            lines.append(Line(line, top, top + PLAIN_LEADING - 1, 0.0, 0.0, 0.0, number))
+            lines.append(Line(line, top, top + PLAIN_LEADING - 1, 0.0, 0.0, 0.0, number, drawn=True))
     return lines
 
 
-def _read_page(page, number: int) -> tuple[list[Line], list[Table]]:
+def _read_page(page, number: int) -> tuple[list[Line], list[Table], list[Line]]:
+    """The page's lines (column by column) and tables, and the lines of its top and bottom margins read across the
+    whole width: a running header that spans the gutter of a two-column page is cut in two by the column crops, in
+    a different place on every page, and only whole is it seen to repeat."""
     tables = []
     boxes = []
     for found in page.find_tables():
@@ -194,7 +208,15 @@ def _read_page(page, number: int) -> tuple[list[Line], list[Table]]:
             size = statistics.median(sizes) if sizes else 0.0
             top, bottom, x0, x1 = (float(raw[k]) for k in ("top", "bottom", "x0", "x1"))
             lines.append(Line(text, top, bottom, x0, x1, size, number, column=column))
-    return lines, tables
+    box = _visible(page)
+    margin = [line for line in lines if _in_margin(line.top, line.bottom, box)]
+    if len(regions) > 1:  # and the margins read across the gutter
+        for raw in page.extract_text_lines(strip=True, y_tolerance=y_tolerance):
+            top, bottom = float(raw["top"]), float(raw["bottom"])
+            text = _join_cjk(clean_line(raw["text"]))
+            if text and _in_margin(top, bottom, box):
+                margin.append(Line(text, top, bottom, float(raw["x0"]), float(raw["x1"]), 0.0, number))
+    return lines, tables, margin
 
 
 def _columns(page) -> list:
@@ -260,24 +282,74 @@ def _key(text: str) -> str:
     return re.sub(r"\d+", "#", re.sub(r"\s+", "", text))
 
 
-def _drop_running_lines(pages: list[tuple[list[Line], list[Table]]], heights: list[float]) -> None:
-    """Remove page numbers and lines that repeat in the top/bottom margin of at least half of the pages."""
+def _running_keys(text: str) -> set[str]:
+    """What a running line is recognised by: its text with digits as "#" (page and issue numbers change), once as it
+    is and once without the page-number marks at its ends (when something besides them is left)."""
+    key = _key(text)
+    bare = _PAGE_MARKS.sub("", key)
+    return {key, bare} if _WORD.search(bare) else {key}
+
+
+def _visible(page) -> tuple[float, float]:
+    """Top and bottom of the page as it is shown: its crop box, when there is one, within the media box. A printer's
+    file has a media box larger than the page (bleed, crop marks, a slug line with the file name), and measured on
+    the media box the running header sits below the top margin."""
+    height = float(page.height)
+    try:
+        top, bottom = float(page.cropbox[1]), float(page.cropbox[3])
+    except (AttributeError, IndexError, TypeError, ValueError):
+        return 0.0, height
+    top, bottom = max(0.0, top), min(height, bottom)
+    return (top, bottom) if bottom - top > height / 2 else (0.0, height)
+
+
+def _in_margin(top: float, bottom: float, box: tuple[float, float]) -> bool:
+    """In the top or bottom MARGIN of the visible page, or outside it (a printer's slug line)."""
+    upper, lower = box
+    band = (lower - upper) * MARGIN
+    return bottom <= upper + band or top >= lower - band
+
+
+def _drop_running_lines(
+    pages: list[tuple[list[Line], list[Table]]], edges: list[list[Line]], boxes: list[tuple[float, float]]
+):
+    """Remove page numbers and running headers and footers: lines that repeat at the edge of at least half of the
+    pages. A page's edge is its top and bottom margin (read across the page, see _read_page) or, for a page read in
+    drawing order (no positions), its first and last EDGE_LINES lines. The count is over the whole document, so the
+    few pages read pypdf's way are judged by the header all the others carry too. Body text is safe: it would have
+    to recur at the very edge of half the pages, in the same words."""
 
     def in_margin(line: Line) -> bool:
-        height = heights[line.page - 1]
-        return line.bottom <= height * MARGIN or line.top >= height * (1 - MARGIN)
+        return _in_margin(line.top, line.bottom, boxes[line.page - 1])
 
     seen: Counter[str] = Counter()
-    for lines, _ in pages:
-        seen.update({_key(line.text) for line in lines if in_margin(line)})
+    for page_edges in edges:
+        seen.update({key for line in page_edges for key in _running_keys(line.text)})
     threshold = max(2, (len(pages) + 1) // 2)
-    for lines, _ in pages:
+
+    def repeated(text: str) -> bool:
+        return (
+            len(pages) > 1 and len(text) <= MAX_RUNNING_CHARS and any(seen[k] >= threshold for k in _running_keys(text))
+        )
+
+    def running(text: str) -> bool:
+        return bool(PAGE_NUMBER.match(text)) or repeated(text)
+
+    for (lines, _), page_edges in zip(pages, edges):
+        at_edge = {id(line) for line in page_edges}
+        # A column's piece of a header cut at the gutter sits on the printed line of a running margin line (one with
+        # words: a bare number read across the page may be a superscript beside body text).
+        cut = [
+            (line.top, line.bottom)
+            for line in page_edges
+            if not line.drawn and _WORD.search(line.text) and repeated(line.text)
+        ]
         lines[:] = [
             line
             for line in lines
             if not (
-                in_margin(line)
-                and (PAGE_NUMBER.match(line.text) or (len(pages) > 1 and seen[_key(line.text)] >= threshold))
+                (id(line) in at_edge if line.drawn else in_margin(line))
+                and (running(line.text) or any(top <= (line.top + line.bottom) / 2 <= bottom for top, bottom in cut))
             )
         ]
 
