@@ -47,6 +47,7 @@ _ASKS_NUMBER = re.compile(r"^(?:多少|多久|多长|几[个次天日周月年�
 _WHAT_IS = re.compile(r"^什么是|^[^哪几最]*是(?:什么|啥)(?:东西|意思|病)?$")
 _NUMBER_SPLIT = re.compile(r"(\d+(?:\.\d+)?\s*[%％]?)")
 _COUNT_WORD = re.compile(r"^[一二两三四五六七八九十几多]{1,2}[类种个项大条点样]$")  # 三类、两种: a count
+_ASKS_GRADES = re.compile(r"^几[级期型]$")
 _LETTER_TAIL = re.compile(r"^[A-Z]\d?$")  # 维生素 + D, 维生素 + B12 is not one (B12 keeps its own token)
 
 
@@ -291,6 +292,10 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon) -> str:
             skip = False
             continue
         lowered = token.lower()
+        if _ASKS_GRADES.match(token) or (token == "几" and tokens[index + 1 : index + 2] in (["级"], ["期"], ["型"])):
+            _add_cue(ask, "分级", lex)  # 分几级 / 分几期: how it is graded, a classification, not one number
+            skip = token == "几"
+            continue
         if token in lex.quantity_words or _ASKS_NUMBER.match(token) or _is_quantity_ask(token, lex):
             ask.quantity = ask.quantity or "number"
             continue  # 多久、几分钟、多少度 say what kind of answer is wanted, not what a passage must contain
