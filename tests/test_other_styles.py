@@ -191,3 +191,79 @@ async def test_a_follow_up_that_refers_back_keeps_the_subject(tmp_path, follow_u
     result = await service.ask(follow_up, history)
     assert all("阿托品" in q.text for q in result.sub_queries), result.sub_queries
     assert result.citations and result.coverage.status != "no_evidence"
+
+
+NEWS_STYLE = """# 白内障术前评估（演示）
+
+【演示材料】依据公开科普要点以自己的语言编写，仅用于软件测试，不可用于临床决策。
+
+白内障患者中，也有一部分同时患有青光眼或葡萄膜炎，这些患者多伴有其他眼病，手术风险高、难度大，术前需要充分评估。
+"""
+
+GLAUCOMA_SURGERY = """# 一位青光眼患者的就诊经过（演示）
+
+【演示材料】依据公开科普要点以自己的语言编写，仅用于软件测试，不可用于临床决策。
+
+患者眼压控制稳定后，医生为她进行了青光眼小梁切除手术，术后眼压平稳。
+"""
+
+
+def with_sample_kb() -> dict[str, str]:
+    """The sample library, where 手术 is a common word (in many passages), as it is in any eye clinic's."""
+    return {path.name: path.read_text(encoding="utf-8") for path in SAMPLE_KB.glob("*.md")}
+
+
+async def test_two_words_of_a_subject_far_apart_are_not_that_subject(tmp_path):
+    """A news-style page names 青光眼 and 手术 in one sentence about cataract patients: it does not say how glaucoma
+    is operated on (issue 19's "wrong answer presented as covered")."""
+    service = library(tmp_path, {**with_sample_kb(), "白内障（演示）.md": NEWS_STYLE})
+    result = await service.ask("青光眼手术方式有哪些？")
+    assert result.coverage.status == "no_evidence", result.answer
+    assert "手术风险高" not in result.answer
+
+
+async def test_a_subject_written_together_is_answered(tmp_path):
+    news = {"白内障（演示）.md": NEWS_STYLE, "就诊（演示）.md": GLAUCOMA_SURGERY}
+    service = library(tmp_path, {**with_sample_kb(), **news})
+    result = await service.ask("青光眼手术方式有哪些？")
+    assert "小梁切除手术" in tldr(result.answer), result.answer
+    assert "手术风险高" not in tldr(result.answer)
+
+
+BLOG_STYLE = """# 门诊里常被问到的问题（演示）
+
+【演示材料】依据公开科普要点以自己的语言编写，仅用于软件测试，不可用于临床决策。
+
+在门诊被家长问得最多的，大致是三大问题：近视、麦粒肿和眼外伤。
+
+目前号称完全不出现闪辉的人工晶体材料只有少数几种，例如某些新型疏水性丙烯酸酯材料。
+
+那位患者的情况是这样的。这个疾病如果在出生后1到2个月内手术，视力恢复通常更好。
+"""
+
+
+@pytest.mark.parametrize(
+    "question,answer",
+    [
+        ("门诊里最常见的三类问题是什么？", "近视、麦粒肿和眼外伤"),  # 三类 and 里 are no terms: the text says 三大
+        ("哪些人工晶体宣称完全没有闪辉？", "号称完全不出现闪辉"),  # the asker's verb 宣称 for the text's 号称
+    ],
+)
+async def test_the_askers_own_wording_does_not_hide_the_answer(tmp_path, question, answer):
+    service = library(tmp_path, {**with_sample_kb(), "问答（演示）.md": BLOG_STYLE})
+    result = await service.ask(question)
+    assert answer in tldr(result.answer), result.answer
+
+
+def test_a_name_in_latin_letters_is_asked_of_on_its_own():
+    from clincite.offline import analyse
+
+    parts = analyse("MiSight和BLINK研究分别减缓了多少？").sub_queries()
+    assert len(parts) == 2 and "BLINK" in parts[1][0] and "MiSight" not in parts[1][0], parts
+
+
+def test_asking_how_a_thing_is_graded_is_a_classification_question():
+    from clincite.offline import analyse
+
+    ask = analyse("人工晶体闪辉分几级？")
+    assert ask.aspects == ["定义"] and "分级" in ask.sub_queries()[0][0] and not ask.quantity

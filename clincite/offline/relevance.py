@@ -56,7 +56,7 @@ ECHO_WEIGHT = 0.3  # how much an extract's restating the question's own words co
 FOREIGN_SHARE = 0.3  # a unit with fewer Chinese characters than this among its letters is in another language
 LABEL_HEADING_CHARS = 12  # a heading this short labels its section's aspect
 LABEL_CHARS = 20  # a sentence shorter than this without an ending is a heading or a label
-COMMON_NAME_SHARE = 0.25  # a word of the subject weighing this share of its heaviest word is common in the library
+KIND_SHARE = 0.6  # the second word of a two-word subject weighing at most this share of the first says its kind
 TOGETHER_CHARS = 14  # the words of a compound subject start this close to each other where a text speaks of it
 RUN_CHARS = 260  # a unit takes the sentences that carry on its answer along, up to about this many characters
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述", "这些", "但", "而")
@@ -402,25 +402,20 @@ def _named_subjects(ask: Ask, part: Part, terms: list[Weighted]) -> list[Weighte
 
 
 def _written_together(names: list[Weighted], unit: Unit, hit: Hit, headings: str) -> bool:
-    """A word of the subject that is common in this library (手术 of "青光眼手术", in a passage of every few) is near
-    the subject in the answering unit, or the title and headings over it name the subject: anywhere in the passage,
-    it is likely another matter ("由青光眼引起……手术风险高")."""
-    names = [w for w in names if match(w, headings) < 1.0 and not _NUMBER.match(w.term.text)]
-    heaviest = max((w.weight for w in names), default=0.0)
-    common = [w for w in names if w.weight <= COMMON_NAME_SHARE * heaviest]
-    if not common:
+    """A subject written as one word of two, a rare one and a word of kind common in the library ("青光眼手术"),
+    is spoken of where the answering unit has its two words close together, or under a title or heading naming the
+    rare one (a section on 青光眼 that says 手术). Apart in a passage on something else they are two matters
+    ("…患有青光眼…，手术风险高"; an exclusion list naming 青光眼 and, further on, 屈光手术)."""
+    names = [w for w in names if not _NUMBER.match(w.term.text)]
+    if len(names) != 2:  # one word; or a longer phrase (妇幼保健院婴幼儿视力筛查), whose words a text spreads out
         return True
-    wanted = [max(names, key=lambda w: w.weight), *common]
+    head, kind = sorted(names, key=lambda w: -w.weight)
+    if kind.weight > KIND_SHARE * head.weight or match(head, headings) == 1.0:
+        return True  # two words of weight (单眼 + 先天性白内障) each narrow the question by themselves
     body = unit.text(hit.text)
     text = (_sentence_before(hit.text, unit.start) + body if _refers_back(body) else body).lower()
-    spans = [sorted(_spans(w, text)) for w in wanted]
-    if not all(spans):
-        return False
-    # every word within TOGETHER_CHARS of an occurrence of the first: "青光眼小梁切除手术", "视力表。记录方式"
-    return any(
-        all(any(abs(start - anchor) <= TOGETHER_CHARS for start, _ in others) for others in spans[1:])
-        for anchor, _ in spans[0]
-    )
+    first, second = (sorted(_spans(w, text)) for w in names)
+    return any(abs(a - b) <= TOGETHER_CHARS for a, _ in first for b, _ in second)
 
 
 def _spans(weighted: Weighted, text: str) -> list[tuple[int, int]]:
