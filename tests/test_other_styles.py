@@ -267,3 +267,10 @@ def test_asking_how_a_thing_is_graded_is_a_classification_question():
 
     ask = analyse("人工晶体闪辉分几级？")
     assert ask.aspects == ["定义"] and "分级" in ask.sub_queries()[0][0] and not ask.quantity
+
+
+def test_a_word_the_asker_quotes_is_a_term_however_common():
+    from clincite.offline import analyse
+
+    quoted = [t for t in analyse("鞭炮炸伤眼睛后有哪几个“不要”？").terms if t.quoted]
+    assert [t.text for t in quoted] == ["不要"] and not quoted[0].generic

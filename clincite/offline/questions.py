@@ -47,6 +47,8 @@ _ASKS_NUMBER = re.compile(r"^(?:多少|多久|多长|几[个次天日周月年�
 _WHAT_IS = re.compile(r"^什么是|^[^哪几最]*是(?:什么|啥)(?:东西|意思|病)?$")
 _NUMBER_SPLIT = re.compile(r"(\d+(?:\.\d+)?\s*[%％]?)")
 _COUNT_WORD = re.compile(r"^[一二两三四五六七八九十几多]{1,2}[类种个项大条点样]$")  # 三类、两种: a count
+_QUOTED = re.compile(r"[“\"「『‘]([^”\"」』’]{1,20})[”\"」』’]")
+MAX_QUOTED_CHARS = 12  # a longer quote is a sentence the asker recalls, not a word to find
 _ASKS_GRADES = re.compile(r"^几[级期型]$")
 _LETTER_TAIL = re.compile(r"^[A-Z]\d?$")  # 维生素 + D, 维生素 + B12 is not one (B12 keeps its own token)
 
@@ -58,6 +60,7 @@ class Term:
     entity: bool = False  # a domain term of the lexicon
     generic: bool = False  # never identifies a topic on its own (孩子, 方法): weighed low
     inherited: bool = False  # the previous question's subject, for a follow-up
+    quoted: bool = False  # the asker put it in quotes (哪几个“不要”): the text's own word, whatever it is
     modifier: bool = False  # "X的Y": X says whose Y is asked (手术显微镜的脚踏), Y is what is asked about
 
 
@@ -135,6 +138,7 @@ def analyse(question: str, previous: list[str] | None = None, lexicon: Lexicon |
     tokens = _merge(_words(text), lex)
     ask = Ask(question=question, resolved=text)
     marker = _classify(ask, tokens, lex)
+    _mark_quoted(ask, question, lex)
     ask.quantity = lex.quantity_asked(text) or ask.quantity
     _mark_modifiers(ask)
     if not ask.aspects and not ask.quantity and _WHAT_IS.search(text) and "定义" in lex.aspects:
@@ -181,6 +185,19 @@ def _inherit_subject(ask: Ask, before: Ask, text: str, lex: Lexicon) -> None:
     if not own_ask or asks_on:  # 停药后呢？ 双眼的呢？ ask what the last one asked
         ask.aspects, ask.cues = list(before.aspects), list(before.cues)
         ask.quantity = ask.quantity or before.quantity
+
+
+def _mark_quoted(ask: Ask, question: str, lex: Lexicon) -> None:
+    """Words in quotes are the text's own (四个“不要”): a term however common, even a function word."""
+    for quoted in _QUOTED.findall(question):
+        quoted = quoted.strip()
+        if not quoted or len(quoted) > MAX_QUOTED_CHARS:
+            continue
+        term = next((t for t in ask.terms if t.text == quoted), None)
+        if term is None:
+            term = Term(quoted, lex.variants(quoted), entity=quoted.lower() in lex.entities)
+            ask.terms.append(term)
+        term.quoted, term.generic = True, False
 
 
 def _mark_modifiers(ask: Ask) -> None:

@@ -219,6 +219,10 @@ def _weigh(terms: list[Term], stats: TermStats) -> list[Weighted]:
             elif w.unseen:
                 w.weight = min(w.weight, UNSEEN_CAP * heaviest_known)
     _cap_wording(weighted, tokenizer)
+    heaviest = max((w.weight for w in weighted), default=0.0)
+    for w in weighted:
+        if w.term.quoted:  # the asker quotes the text: its word weighs as much as any
+            w.weight = heaviest
     return weighted
 
 
@@ -367,6 +371,8 @@ def _may_decide(weighted: Weighted) -> bool:
     """A domain term, an abbreviation or a noun rare in general Chinese (麦粒肿、大发作) can decide; an everyday word
     (日常、老人、一项) or a verb is too often the asker's own wording for what the text says otherwise."""
     term = weighted.term
+    if term.quoted:
+        return True
     if term.generic:  # 孩子、患者: the asker's everyday word for whoever the text is about
         return False
     if term.entity or term.text.isascii():
