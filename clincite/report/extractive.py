@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from clincite.core.naming import display_source
 from clincite.core.shapes import ExtractBasis, RelevantExtract, SubQueryAnalysis
 from clincite.report.format import EvidenceItem, compose
-from clincite.text.units import Unit, split_units
+from clincite.text.units import Unit, sentences, split_units
 
 MAX_ITEMS = 5
 PER_ANALYSIS = 2
 TLDR_PARTS = 2  # a question asked in parts ("效果和副作用分别…") gets the lead of each in its TL;DR
+SHORT_LEAD_CHARS = 30  # a lead sentence this short is a topic sentence: its paragraph's next sentence comes along
 SUMMARY_CHARS = 200  # an extract longer than this is summed up in 完整结论 by its key unit
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述")
 GENERAL = ("", "综合", "原问题")
@@ -111,8 +112,19 @@ def _tldr(items: list[Item]) -> str:
 def _lead(item: Item) -> str:
     """The offline judge's answering unit (its whole extract when that is the unit); else the key unit."""
     if item.extract.basis is not None:
-        return item.extract.basis.lead or item.extract.text
+        return _with_next_sentence(item.basis.lead or item.extract.text, item.extract.text)
     return key_unit(item.extract.text, item.analysis.sub_query.text)
+
+
+def _with_next_sentence(lead: str, text: str) -> str:
+    """A short topic sentence ("红光治疗的最大争议在于视网膜光损伤风险。") says what its paragraph goes on to show:
+    the TL;DR takes the next sentence of the paragraph along. Verbatim, a slice of `text`."""
+    start = text.find(lead)
+    if len(lead) >= SHORT_LEAD_CHARS or start < 0 or lead.rstrip()[-1:] not in "。！!":
+        return lead
+    end = start + len(lead)
+    following = [span for span in sentences(text, end) if "\n" not in text[end : span[0]]][:1]
+    return text[start : following[0][1]] if following else lead
 
 
 def _conclusion(items: list[Item]) -> list[str]:
