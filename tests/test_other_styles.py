@@ -277,7 +277,6 @@ def test_a_word_the_asker_quotes_is_a_term_however_common():
 
 
 async def test_a_short_topic_sentence_brings_its_next_sentence_into_the_tldr(tmp_path):
-    red_light = (SAMPLE_KB / "重复低强度红光治疗及安全性（演示）.md").read_text(encoding="utf-8")
-    service = library(tmp_path, {"红光（演示）.md": red_light})
+    service = library(tmp_path, with_sample_kb())
     lead = tldr((await service.ask("重复低强度红光治疗近视的安全性如何？")).answer)
     assert "视网膜光损伤风险" in lead and "病例报告" in lead, lead
