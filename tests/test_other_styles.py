@@ -280,3 +280,15 @@ async def test_a_short_topic_sentence_brings_its_next_sentence_into_the_tldr(tmp
     service = library(tmp_path, with_sample_kb())
     lead = tldr((await service.ask("重复低强度红光治疗近视的安全性如何？")).answer)
     assert "视网膜光损伤风险" in lead and "病例报告" in lead, lead
+
+
+def test_an_emphasis_in_quotes_ends_no_sentence():
+    """A blogger's "“！延缓近视进展！”的方法只有……" is one sentence: its answer is after the quotation."""
+    from clincite.text.units import sentences
+
+    text = "目前有证据的“！延缓近视进展！”的方法只有户外活动等三种。她说：“要小心。”然后离开了。"
+    assert [text[a:b] for a, b in sentences(text)] == [
+        "目前有证据的“！延缓近视进展！”的方法只有户外活动等三种。",
+        "她说：“要小心。”",
+        "然后离开了。",
+    ]

@@ -28,6 +28,9 @@ UnitKind = Literal["sentence", "list", "row", "header", "heading"]
 
 SENTENCE_END = "。！？!?"
 CLOSERS = "”’」』）)】\"'"
+OPENING_QUOTES = "“「『‘"
+CLOSING_QUOTES = "”」』’"
+SHORT_QUOTE_CHARS = 16  # an emphasis or slogan in quotes is this short; a quoted speech is longer
 LEAD_IN_END = ("：", ":")
 CLAUSE_MARKS = "，、,；;：:"
 _ROW = re.compile(r"^[^|\n]{1,40}[：:][^\n]*?( \| [^|\n]{1,40}[：:])")  # 列名：值 | 列名：值
@@ -114,12 +117,27 @@ def sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[i
             j = i + 1
             while j < end and text[j] in CLOSERS:
                 j += 1
+            if char != "\n" and _inside_short_quote(text, i, j, end):
+                i = j
+                continue
             found += _trimmed(text, sentence_start, j)
             sentence_start = i = j
             continue
         i += 1
     found += _trimmed(text, sentence_start, end)
     return found
+
+
+def _inside_short_quote(text: str, i: int, j: int, end: int) -> bool:
+    """ "目前有证据的“！延缓近视进展！”的方法只有……": a mark inside a short quotation (an emphasis, a slogan) ends
+    no sentence when the sentence goes on right after the quotation closes (or the mark opens it)."""
+    if text[i - 1 : i] in OPENING_QUOTES:
+        return True
+    if text[i] not in "！？!?":  # "她说：“要小心。”然后…": a full stop in quotes ends the sentence
+        return False
+    opened = max(text.rfind(q, max(0, i - SHORT_QUOTE_CHARS), i) for q in OPENING_QUOTES)
+    closed = any(c in CLOSING_QUOTES for c in text[i + 1 : j])
+    return opened >= 0 and closed and j < end and _is_cjk(text[j]) and text[j] not in CLOSERS
 
 
 def _ends_with_period(text: str, i: int, end: int) -> bool:
