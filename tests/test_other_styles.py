@@ -292,3 +292,15 @@ def test_an_emphasis_in_quotes_ends_no_sentence():
         "她说：“要小心。”",
         "然后离开了。",
     ]
+
+
+async def test_a_reference_list_is_never_the_answer(tmp_path):
+    guide = (
+        "# 神经痛用药要点（演示）\n\n【演示材料】仅用于软件测试，不可用于临床决策。\n\n"
+        "## 药物治疗\n\n钙通道调节剂是带状疱疹后神经痛的一线用药之一，具体用法应遵医嘱。\n\n"
+        "Smith J, Lee K, et al. Pregabalin 150-600 mg/d for PHN: a multinational efficacy and safety trial. "
+        "Clin Drug Investig, 2009, 29(6):393-408. Baron R, et al. Pregabalin in PHN. Pain, 2010, 12(3):45-52.\n"
+    )
+    service = library(tmp_path, {"神经痛（演示）.md": guide})
+    result = await service.ask("普瑞巴林治疗带状疱疹后神经痛的剂量是多少？")
+    assert result.coverage.status == "no_evidence" and "Clin Drug Investig" not in result.answer, result.answer

@@ -65,6 +65,8 @@ ANNOUNCES = ("以下", "如下", "下列", "包括", "分为", "有几点", "几
 CARRY_ON = ("另外", "此外", "同时", "并且", "而且", "其中", "因此", "所以", "但", "①", "②", "③", "1.", "2.", "3.")
 _NUMBER_GAP = r"[\d.,，～~至到\-–—一二三四五六七八九十两半百千万个多余左右约\s]{0,8}?"  # 1至3个、两三
 _NUMBER = re.compile(r"^[\d.%％]+$")
+_REFERENCES_HEADING = re.compile(r"^(?:参考文献|引用文献|文献|references?|bibliography)[:：]?$", re.I)
+_CITATION = re.compile(r"(?:19|20)\d{2}\s*[,;，；]\s*\d+\s*[(（]\s*\d+\s*[)）]\s*[:：]\s*\d+")  # 2009, 29(6):393
 _ENUMERATED = re.compile(
     r"^\s*(?:[\u2460-\u2473]|\d{1,2}\s*[.、．)）]|[（(]\d{1,2}[）)]|[一二三四五六七八九十]{1,2}[、.．])"
 )
@@ -492,6 +494,8 @@ def _unit_score(
     text = unit.text(hit.text)
     if unit.kind in ("heading", "header") or len(text.strip()) < MIN_UNIT_CHARS or not _has_words(text):
         return None
+    if _is_reference(text, path):
+        return None  # a reference list names the topic of every study it cites and answers nothing
     lowered = text.lower()
     context = " ".join([hit.title, *path, opening if path == list(hit.heading_path) else ""]).lower()
     if _refers_back(text):  # "这个疾病如果在出生1个月…": what it names is the sentence before it
@@ -527,6 +531,12 @@ def _unit_score(
         score -= 0.2  # a Chinese question is answered in Chinese where the text says it both ways (a quote, then 译文)
     named = next((a for a in part.aspects if a in in_unit | over), "")
     return score, named, bool(over)
+
+
+def _is_reference(text: str, path: list[str]) -> bool:
+    if any(_REFERENCES_HEADING.match(heading.strip()) for heading in path):
+        return True
+    return len(_CITATION.findall(text)) >= 1 and _cjk_share(text) < FOREIGN_SHARE
 
 
 def _refers_back(text: str) -> bool:
