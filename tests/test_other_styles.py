@@ -304,3 +304,14 @@ async def test_a_reference_list_is_never_the_answer(tmp_path):
     service = library(tmp_path, {"神经痛（演示）.md": guide})
     result = await service.ask("普瑞巴林治疗带状疱疹后神经痛的剂量是多少？")
     assert result.coverage.status == "no_evidence" and "Clin Drug Investig" not in result.answer, result.answer
+
+
+def test_search_does_not_index_a_bibliography():
+    from clincite.text.units import without_references
+
+    passage = (
+        "普瑞巴林起始剂量为每日150 mg。\n"
+        "Smith J, et al. Pregabalin for PHN. Clin Drug Investig, 2009, 29(6):393-408.\n"
+        "王某, 等. 普瑞巴林治疗带状疱疹后神经痛［J］. 中国疼痛医学杂志, 2020, 26(5):321-325."
+    )
+    assert without_references(passage) == "普瑞巴林起始剂量为每日150 mg。"

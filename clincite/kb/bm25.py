@@ -15,6 +15,7 @@ import numpy as np
 
 from clincite.core.shapes import Chunk
 from clincite.text.tokenizer import Tokenizer
+from clincite.text.units import without_references
 
 BM25_K1 = 1.5
 BM25_B = 0.75
@@ -51,11 +52,12 @@ class BM25Index:
         if hasattr(tokenizer, "tokenize"):
             for chunk in chunks:
                 chunk_ids.append(chunk.id)
-                ids.append([vocab.setdefault(t, len(vocab)) for t in tokenizer.tokenize(chunk.index_text)])
+                tokens = tokenizer.tokenize(without_references(chunk.index_text))
+                ids.append([vocab.setdefault(t, len(vocab)) for t in tokens])
         else:  # a stand-in that hands over every chunk's tokens at once (bench/bench_retrieval.py)
             chunks = list(chunks)
             chunk_ids = [c.id for c in chunks]
-            for tokens in tokenizer.tokenize_many([c.index_text for c in chunks]):
+            for tokens in tokenizer.tokenize_many([without_references(c.index_text) for c in chunks]):
                 ids.append([vocab.setdefault(t, len(vocab)) for t in tokens])
         retriever = bm25s.BM25(method="lucene", idf_method="lucene", k1=BM25_K1, b=BM25_B)
         if chunk_ids:

@@ -29,7 +29,7 @@ from clincite.core.shapes import Hit
 from clincite.offline.lexicon import Lexicon, get_lexicon
 from clincite.offline.questions import Ask, Term, compound
 from clincite.text.tokenizer import get_tokenizer
-from clincite.text.units import Unit, sentences, split_units
+from clincite.text.units import Unit, is_reference, sentences, split_units
 
 COVERAGE_FLOOR = 0.55  # a passage must cover at least this share of the question's term weight
 MAX_DECISIVE = 2
@@ -66,7 +66,6 @@ CARRY_ON = ("另外", "此外", "同时", "并且", "而且", "其中", "因此"
 _NUMBER_GAP = r"[\d.,，～~至到\-–—一二三四五六七八九十两半百千万个多余左右约\s]{0,8}?"  # 1至3个、两三
 _NUMBER = re.compile(r"^[\d.%％]+$")
 _REFERENCES_HEADING = re.compile(r"^(?:参考文献|引用文献|文献|references?|bibliography)[:：]?$", re.I)
-_CITATION = re.compile(r"(?:19|20)\d{2}\s*[,;，；]\s*\d+\s*[(（]\s*\d+\s*[)）]\s*[:：]\s*\d+")  # 2009, 29(6):393
 _ENUMERATED = re.compile(
     r"^\s*(?:[\u2460-\u2473]|\d{1,2}\s*[.、．)）]|[（(]\d{1,2}[）)]|[一二三四五六七八九十]{1,2}[、.．])"
 )
@@ -534,9 +533,7 @@ def _unit_score(
 
 
 def _is_reference(text: str, path: list[str]) -> bool:
-    if any(_REFERENCES_HEADING.match(heading.strip()) for heading in path):
-        return True
-    return len(_CITATION.findall(text)) >= 1 and _cjk_share(text) < FOREIGN_SHARE
+    return any(_REFERENCES_HEADING.match(heading.strip()) for heading in path) or is_reference(text)
 
 
 def _refers_back(text: str) -> bool:

@@ -156,10 +156,14 @@ def _mention_spans(text: str, term: str) -> list[tuple[int, int]]:
     return spans
 
 
+# What else decides what the keyword index holds (bumped when it changes: 2 — reference-list lines are not indexed)
+INDEXING_RULES = 2
+
+
 def _signature(lexicon_dir: Path, jieba_version: str) -> str:
     """What decides how text is cut: jieba's version and the lexicon files. An index cut another way (a KB indexed
     before an upgrade) no longer matches the questions: ingest rebuilds it when this differs from the index's."""
-    digest = hashlib.sha256(jieba_version.encode())
+    digest = hashlib.sha256(f"{jieba_version} {INDEXING_RULES}".encode())
     for path in sorted(lexicon_dir.glob("*.txt")) + sorted(lexicon_dir.glob("*.json")):
         digest.update(path.name.encode())
         digest.update(path.read_bytes())

@@ -42,6 +42,9 @@ _ENUMERATOR = re.compile(
     r"|[A-Za-z][.、．)）]|[•·▪●◆■\-–—])"
 )
 MAX_BLOCK_ITEMS = 20
+REFERENCE_CJK_SHARE = 0.3  # a citation line with fewer Chinese characters than this among its letters is a reference
+_CITATION = re.compile(r"(?:19|20)\d{2}\s*[,;，；]\s*\d+\s*[(（]\s*\d+\s*[)）]\s*[:：]\s*\d+")  # 2009, 29(6):393
+_ARTICLE_MARK = re.compile(r"[\[［]\s*[JMDC]\s*[\]］]")  # [J] journal, [M] book … in a Chinese reference list
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +153,23 @@ def _ends_with_period(text: str, i: int, end: int) -> bool:
 
 def _is_cjk(char: str) -> bool:
     return "\u3400" <= char <= "\u9fff" or char in "）】」』”"
+
+
+def is_reference(text: str) -> bool:
+    """A line of a reference list: it cites a journal (year, volume(issue):pages) and is written in Latin letters,
+    marks a journal article ([J]) or cites several. Never the answer to a clinician's question."""
+    citations = len(_CITATION.findall(text))
+    if not citations:
+        return False
+    letters = [c for c in text if c.isalpha()]
+    latin = sum(1 for c in letters if not _is_cjk(c)) / len(letters) if letters else 1.0
+    return latin > 1 - REFERENCE_CJK_SHARE or citations >= 2 or bool(_ARTICLE_MARK.search(text))
+
+
+def without_references(text: str) -> str:
+    """The text without its reference-list lines: what search indexes (a PDF's bibliography names every drug and
+    disease its studies are about, and would otherwise crowd the passages that speak of them)."""
+    return "\n".join(line for line in text.split("\n") if not is_reference(line))
 
 
 def is_table_row(line: str) -> bool:
