@@ -315,3 +315,10 @@ def test_search_does_not_index_a_bibliography():
         "王某, 等. 普瑞巴林治疗带状疱疹后神经痛［J］. 中国疼痛医学杂志, 2020, 26(5):321-325."
     )
     assert without_references(passage) == "普瑞巴林起始剂量为每日150 mg。"
+
+
+def test_prevent_with_an_object_asks_about_an_effect_not_for_precautions():
+    from clincite.offline import analyse
+
+    assert analyse("户外活动每天多长时间可以预防近视？").aspects == []
+    assert analyse("儿童眼外伤怎么预防？").aspects == ["注意事项"]

@@ -29,6 +29,7 @@ ASKING_FORMS = {
     "是不是": "是否",
     "有没有": "有否",
 }
+OBJECT_VERBS = {"预防", "避免", "防范"}  # with an object after them they ask about an effect, not for precautions
 SWITCH_WORDS = {"那", "那么", "还有", "另外"}
 OWNERS = {
     "我",
@@ -331,7 +332,7 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon) -> str:
         if token in lex.split_words:
             ask.each = True
             continue
-        if token in lex.ask_cues:
+        if token in lex.ask_cues and not _verb_with_object(token, tokens[index + 1 : index + 2], lex):
             _add_cue(ask, token, lex)
             continue
         if token in lex.function_words:  # 能不能 is a question word, not 不能 (禁忌证)
@@ -350,6 +351,14 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon) -> str:
     if ask.joined and len(ask.subjects) < 2:
         ask.joined = False
     return marker
+
+
+def _verb_with_object(cue: str, following: list[str], lex: Lexicon) -> bool:
+    """ "可以预防近视吗" asks whether it prevents 近视 (a verb and its object), not for precautions (怎么预防？)."""
+    if cue not in OBJECT_VERBS or not following:
+        return False
+    word = following[0]
+    return word.lower() in lex.entities or (word not in lex.function_words and get_tokenizer().is_noun(word))
 
 
 def _is_quantity_ask(token: str, lex: Lexicon) -> bool:
