@@ -315,7 +315,13 @@ class SqliteWriter:
     writes passed WRITE_TIMEOUT (bench/load_test.py -n 100, 2026-11-24: 23 thread writes timed out and every later
     write of the run went through the journal of unsaved writes). Here a whole transaction runs in this thread on
     a plain sqlite3 connection, one hop from the loop: writes queue in order in the thread's queue, hold the lock
-    for the milliseconds the statements take, and leave the async engine's pool to the reads."""
+    for the milliseconds the statements take, and leave the async engine's pool to the reads.
+
+    The data layer's own reads (`query`) run the same way on two reader threads (WAL: they never wait for the
+    writer): the door's check of every question's message id (web/door.py) is one of them, and through aiosqlite its
+    ~9 round trips (pool ping, cursor, execute, fetch, close, rollback) cost a question 1–2 s before it started."""
+
+    READERS = 2
 
     def __init__(self, url: str, busy_timeout: float | None):
         from concurrent.futures import ThreadPoolExecutor
@@ -323,10 +329,12 @@ class SqliteWriter:
         from sqlalchemy import create_engine
 
         sync_url = url.replace("+aiosqlite", "")
-        connect_args = {"timeout": busy_timeout} if busy_timeout else {}
+        # A pooled connection may serve either reader thread (one at a time: the pool hands it out).
+        connect_args = {"check_same_thread": False, **({"timeout": busy_timeout} if busy_timeout else {})}
         self.engine = create_engine(sync_url, hide_parameters=True, connect_args=connect_args)
         event.listen(self.engine, "connect", _sqlite_pragmas)
         self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clincite-sqlite-writer")
+        self.readers = ThreadPoolExecutor(max_workers=self.READERS, thread_name_prefix="clincite-sqlite-reader")
 
     async def run(self, write, *args):
         """`write(connection, *args)` in one transaction on the writer thread; its result."""
@@ -337,10 +345,20 @@ class SqliteWriter:
 
         return await asyncio.get_running_loop().run_in_executor(self.thread, transaction)
 
+    async def read(self, read, *args):
+        """`read(connection, *args)` on a reader thread; its result."""
+
+        def reading():
+            with self.engine.connect() as connection:
+                return read(connection, *args)
+
+        return await asyncio.get_running_loop().run_in_executor(self.readers, reading)
+
     def close(self) -> None:
-        """After the writes queued so far; the connection closed in the thread that opened it (as sqlite3 wants)."""
-        self.thread.submit(self.engine.dispose).result()
+        """After the writes and reads queued so far."""
+        self.readers.shutdown(wait=True)
         self.thread.shutdown(wait=True)
+        self.engine.dispose()
 
 
 class ClinCiteDataLayer(SQLAlchemyDataLayer):
@@ -357,7 +375,7 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
         # In place of Chainlit's engine (which logs parameters on errors): see engine_for.
         self.engine = engine_for(settings.db_url, settings.sqlite_busy_timeout)
         self.async_session = async_sessionmaker(bind=self.engine, expire_on_commit=False)
-        # SQLite: the data layer's writes on a thread of their own (SqliteWriter); the async engine reads.
+        # SQLite: the data layer's writes on a thread of their own, its reads on two more (SqliteWriter).
         self.writer = SqliteWriter(settings.db_url, settings.sqlite_busy_timeout) if sqlite else None
         if not sqlite:
             storage.engine = self.engine
@@ -759,6 +777,8 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
         await self.transaction(_insert, text(sql), parameters or {})
 
     async def query(self, sql: str, parameters: dict | None = None) -> list[dict]:
+        if self.writer is not None:
+            return await self.writer.read(_select, text(sql), parameters or {})
         async with self.engine.connect() as connection:
             result = await connection.execute(text(sql), parameters or {})
             return [dict(row._mapping) for row in result.fetchall()]
@@ -769,6 +789,10 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
 
 def _insert(connection, statement, parameters) -> None:
     connection.execute(statement, parameters)
+
+
+def _select(connection, statement, parameters) -> list[dict]:
+    return [dict(row._mapping) for row in connection.execute(statement, parameters).fetchall()]
 
 
 def _write_steps(connection, rows: list[dict], now: str) -> None:
