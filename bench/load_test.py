@@ -756,6 +756,12 @@ async def measure(base: str, args, workers: list[WorkerRun], db: Database, cpu: 
         "ttft_p95_over_solo": round(percentile(ttfts, 95) / solo_p50, 3) if ttfts and solo_p50 else None,
         "ttft_target": args.ttft_target,
         "ttft_over_same_question_alone": {"p50": percentile(same_question, 50), "p95": percentile(same_question, 95)},
+        "ttft_by_question": {
+            q: {"alone": solo_by_question.get(q), "p50": percentile(t, 50), "p95": percentile(t, 95), "n": len(t)}
+            for q in QUESTIONS
+            for t in [[a.ttft for a in answers if a.question == q and a.ttft is not None]]
+            if t
+        },
         "rows": {**rows, "expected": expected},
         "rss_mb": {
             "peak": round(max(w.rss.peak_mb for w in workers), 1),  # of one worker
@@ -792,6 +798,10 @@ def print_table(report: dict) -> None:
         f"{report['ttft_over_same_question_alone']['p95']} p95",
         f"{'TTFT by round p50/p95 (s)':<28}"
         + "; ".join(f"{r}: {v['p50']} / {v['p95']}" for r, v in load["ttft_by_round"].items()),
+        *(
+            f"{'  ' + q[:12]:<28}{v['p50']!s:>10} / {v['p95']} s (alone {v['alone'] and round(v['alone'], 2)}, n={v['n']})"
+            for q, v in report.get("ttft_by_question", {}).items()
+        ),
         f"{'total per question p50/p95':<28}{load['total_p50']!s:>10} / {load['total_p95']} s",
         f"{'answer rows':<28}{rows['answer_records']:>10} / {rows['expected']}   {verdict['rows']}",
         f"{'feedback rows':<28}{rows['feedbacks']:>10} / {rows['expected']}   counted "
