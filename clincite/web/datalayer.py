@@ -380,6 +380,27 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
         if not sqlite:
             storage.engine = self.engine
 
+    async def execute_sql(self, query: str, parameters: dict):
+        """Chainlit's own statements (a login's user row, thread lists, deletions): on SQLite on the writer thread (a
+        SELECT on a reader thread), so that a login's insert does not hold SQLite's lock across a saturated loop's
+        round trips while the writer waits; as Chainlit's, an error is logged and gives None."""
+        if self.writer is None:
+            return await super().execute_sql(query, parameters)
+        statement = text(query)
+
+        def run(connection):
+            result = connection.execute(statement, parameters)
+            if result.returns_rows:
+                return self.clean_result([dict(row._mapping) for row in result.fetchall()])
+            return result.rowcount
+
+        selecting = query.lstrip()[:6].upper() == "SELECT"
+        try:
+            return await (self.writer.read(run) if selecting else self.writer.run(run))
+        except Exception as exc:
+            log.warning("An error occurred: %s: %s", type(exc).__name__, exc)
+            return None
+
     async def transaction(self, write, *args):
         """`write(connection, *args)` — plain SQLAlchemy calls on a sync connection — in one transaction: on the
         SQLite writer thread, or on the async engine (PostgreSQL: the same calls, awaited through run_sync)."""
