@@ -13,8 +13,16 @@ load test's synchronised round. The variants change one thing at a time on a fre
   journal   DELETE (SQLite's default: a commit waits for every reader, two fsyncs) or WAL
   busy      how long a writer waits for the lock: 5 s (sqlite3's default) or SQLITE_BUSY_TIMEOUT (30 s)
   group     step writes group-committed (STEP_BATCH_SECONDS) or one transaction per write (Chainlit's own)
+  writer    every write on the data layer's SQLite writer thread (a transaction is one hop from the event loop) or
+            through aiosqlite (each statement a round trip between the loop and a connection thread)
 
-Counted: writes that failed ("database is locked", whether raised or swallowed and logged by Chainlit), rows
+With --loop-load MS every chat also keeps the event loop busy, MS milliseconds of CPU at a time, as a hundred
+questions starting together do in the real app (its loop lag p99 was 250-400 ms in the 100 × 2 load test): what
+decides how long a write holds SQLite's lock when each of its round trips waits for the loop.
+
+Counted: writes that failed ("database is locked", whether raised or swallowed and logged by Chainlit), writes
+the data layer kept in its journal of unsaved writes because they took longer than WRITE_TIMEOUT (then every later
+write queues behind them there until replayed, and the clinicians are told the database is not taking writes), rows
 missing at the end, and write latency. It prints figures and asserts nothing.
 """
 
@@ -39,13 +47,14 @@ STEPS_PER_QUESTION = 17  # Chainlit steps and messages of one question (docs/arc
 ELEMENTS_PER_QUESTION = 5  # source passages behind 【n】
 QUESTION_SECONDS = 6.0  # how long one question's steps are spread over
 VARIANTS = [
-    # name, journal, busy timeout (s), group commit
-    ("before: DELETE, 5 s, group commit", "DELETE", 5.0, True),
-    ("WAL only", "WAL", 5.0, True),
-    ("busy timeout only", "DELETE", 30.0, True),
-    ("WAL + busy timeout (now)", "WAL", 30.0, True),
-    ("WAL + busy timeout, no group commit", "WAL", 30.0, False),
-    ("DELETE, 5 s, no group commit", "DELETE", 5.0, False),
+    # name, journal, busy timeout (s), group commit, writer thread
+    ("before: DELETE, 5 s, group commit", "DELETE", 5.0, True, False),
+    ("WAL only", "WAL", 5.0, True, False),
+    ("busy timeout only", "DELETE", 30.0, True, False),
+    ("WAL + busy timeout", "WAL", 30.0, True, False),
+    ("WAL + busy timeout + writer thread (now)", "WAL", 30.0, True, True),
+    ("WAL + busy timeout, no group commit", "WAL", 30.0, False, False),
+    ("DELETE, 5 s, no group commit", "DELETE", 5.0, False, False),
 ]
 
 
@@ -142,7 +151,16 @@ async def one_question(layer, name: str, latencies: dict[str, list[float]], fail
     await timed("feedback", layer.upsert_user_feedback(name, feedback))
 
 
-async def run_variant(chats: int, journal: str, busy: float, group: bool) -> dict:
+async def keep_the_loop_busy(milliseconds: float, done: asyncio.Event) -> None:
+    """CPU on the event loop in slices of `milliseconds`, until `done`: one question's share of a saturated loop."""
+    while not done.is_set():
+        until = time.perf_counter() + milliseconds / 1000
+        while time.perf_counter() < until:
+            pass
+        await asyncio.sleep(0)
+
+
+async def run_variant(chats: int, journal: str, busy: float, group: bool, writer: bool, loop_ms: float = 0) -> dict:
     from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
 
     from clincite.core.settings import load_settings
@@ -160,16 +178,32 @@ async def run_variant(chats: int, journal: str, busy: float, group: bool) -> dic
     )
     await datalayer.ensure_schema(settings.db_url)
     layer = (datalayer.ClinCiteDataLayer if group else PerWriteLayer)(settings)
+    if not writer:  # every write through the async engine (aiosqlite), as before the writer thread
+        layer.writer.close()
+        layer.writer = None
+    kept = []
+    keep = layer._keep
+
+    async def counted_keep(entry):
+        kept.append(entry["kind"])
+        return await keep(entry)
+
+    layer._keep = counted_keep
     handler = LockedErrors()
     for logger in LOGGERS:
         logging.getLogger(logger).addHandler(handler)
     latencies: dict[str, list[float]] = {}
     failures: list[str] = []
     started = time.perf_counter()
+    done = asyncio.Event()
+    load = [asyncio.create_task(keep_the_loop_busy(loop_ms, done)) for _ in range(chats)] if loop_ms else []
     try:
         await asyncio.gather(*(one_question(layer, f"clinician{i:03d}", latencies, failures) for i in range(chats)))
+        done.set()
+        await asyncio.gather(*load)
         if group:
             await layer.flush_steps()
+        await asyncio.wait_for(layer.wait_for_replay(), 120)
         rows = {
             table: (await layer.query(f"SELECT COUNT(*) AS n FROM {table}"))[0]["n"]
             for table in ("steps", "elements", "answer_records", "feedbacks")
@@ -177,7 +211,8 @@ async def run_variant(chats: int, journal: str, busy: float, group: bool) -> dic
     finally:
         for logger in LOGGERS:
             logging.getLogger(logger).removeHandler(handler)
-        await layer.engine.dispose()
+        done.set()
+        await layer.close()
     expected = {
         "steps": chats * STEPS_PER_QUESTION,
         "elements": chats * ELEMENTS_PER_QUESTION,
@@ -188,6 +223,9 @@ async def run_variant(chats: int, journal: str, busy: float, group: bool) -> dic
         "journal": journal,
         "busy_timeout_s": busy,
         "group_commit": group,
+        "writer_thread": writer,
+        "loop_load_ms": loop_ms,
+        "kept_for_replay": {kind: kept.count(kind) for kind in sorted(set(kept))},
         "seconds": round(time.perf_counter() - started, 1),
         "failed_writes": len(failures) + handler.count,
         "failures": failures[:5],
@@ -200,21 +238,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--chats", type=int, default=100)
     parser.add_argument("--only", help="run only the variants whose name contains this")
+    parser.add_argument(
+        "--loop-load", type=float, default=0, metavar="MS", help="each chat also keeps the loop busy MS ms at a time"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)  # warnings reach the counter …
     for handler in logging.getLogger().handlers:
         handler.setLevel(logging.ERROR)  # … but only errors are printed
     results = {}
-    for name, journal, busy, group in VARIANTS:
+    for name, journal, busy, group, writer in VARIANTS:
         if args.only and args.only not in name:
             continue
         random.seed(1)
-        results[name] = asyncio.run(run_variant(args.chats, journal, busy, group))
+        results[name] = asyncio.run(run_variant(args.chats, journal, busy, group, writer, args.loop_load))
         if not args.json:
             r = results[name]
             print(
-                f"{name:<40} failed writes {r['failed_writes']:>4}  missing {r['rows_missing'] or '-'}  "
+                f"{name:<42} failed writes {r['failed_writes']:>4}  kept for replay {r['kept_for_replay'] or '-'}  "
+                f"missing {r['rows_missing'] or '-'}  "
                 f"{r['seconds']:>5} s  write ms p50/p99 "
                 + ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in r["write_ms_p50_p99"].items()),
                 flush=True,

@@ -353,11 +353,12 @@ class Answer:
 class Clinician:
     """One logged-in browser tab, spoken to over Chainlit's Socket.IO protocol (notes/chainlit-2.12.md §7b)."""
 
-    def __init__(self, base: str, name: str, timeout: float):
+    def __init__(self, base: str, name: str, timeout: float, login_timeout: float = 30.0):
         import httpx
         import socketio
 
         self.base, self.name, self.timeout = base, name, timeout
+        self.login_timeout = login_timeout
         self.http = httpx.AsyncClient(base_url=base, timeout=30)
         self.sio = socketio.AsyncClient(reconnection=False)
         self.session_id = str(uuid.uuid4())
@@ -371,7 +372,9 @@ class Clinician:
         self.events.put_nowait((time.perf_counter(), event, data))
 
     async def log_in(self) -> None:
-        response = await self.http.post("/login", data={"username": self.name, "password": PASSWORD})
+        response = await self.http.post(
+            "/login", data={"username": self.name, "password": PASSWORD}, timeout=self.login_timeout
+        )
         response.raise_for_status()
         token = self.http.cookies.get("access_token")
         if not token:
@@ -494,13 +497,18 @@ async def clinician_session(
     timeout: float,
     ready: asyncio.Queue | None = None,
     start: asyncio.Event | None = None,
+    logging_in: int = 1,
 ) -> list[Answer]:
-    """Log in, say so on `ready`, wait for `start`, then ask the questions one after the other and rate each."""
-    clinician = Clinician(base, name, timeout)
+    """Log in, say so on `ready`, wait for `start`, then ask the questions one after the other and rate each.
+    `logging_in`: how many clinicians log in at the same moment. The app checks one password at a time (bcrypt,
+    ~0.25 s of CPU, more on a busy machine), so the last of a hundred waits its turn for half a minute or more:
+    the login's timeout grows with the queue (logins are not part of the load measured)."""
+    login_timeout = 30.0 + 1.0 * logging_in
+    clinician = Clinician(base, name, timeout, login_timeout)
     answers: list[Answer] = []
     logged_in = False
     try:
-        await asyncio.wait_for(clinician.log_in(), 60)
+        await asyncio.wait_for(clinician.log_in(), login_timeout + 30)
         logged_in = True
         if ready is not None:
             ready.put_nowait(name)
@@ -590,6 +598,37 @@ def count_rows(db: Database, users: list[str]) -> dict:
     }
 
 
+JOURNAL_FILE = "unsaved_writes.jsonl"  # clincite.web.datalayer.JOURNAL_FILE: writes waiting for the database
+SETTLE_SECONDS = 60.0  # how long the rows may take to arrive after the last answer
+
+
+async def settled_rows(db: Database, users: list[str], expected: int, workers: list[WorkerRun]) -> dict:
+    """The rows once the app has written what it still holds, within SETTLE_SECONDS.
+
+    The last answers' step writes wait for their group commit (0.2 s), and a write the database did not take in
+    time waits in the app's journal of unsaved writes until it is replayed: counting at once would report as
+    missing a row that is only late. Rows are counted again until every answer and rating is there, or no worker
+    holds a journal and the counts stopped changing; the report says how long that took and whether any journal
+    was still waiting (a row still missing then is lost, not late)."""
+    started = time.monotonic()
+    await asyncio.sleep(1.0)
+    previous = None
+    while True:
+        rows = count_rows(db, users)
+        waiting = [w.name for w in workers if w.data_dir is not None and (w.data_dir / JOURNAL_FILE).exists()]
+        counts = (rows["answer_records"], rows["feedbacks"])
+        complete = counts == (expected, expected)
+        if complete or (not waiting and counts == previous) or time.monotonic() - started > SETTLE_SECONDS:
+            break
+        previous = counts
+        await asyncio.sleep(1.0)
+    rows["settle_s"] = round(time.monotonic() - started, 1)
+    rows["journal_waiting"] = waiting
+    if rows["settle_s"] > 2.5 or waiting:
+        log(f"rows counted {rows['settle_s']} s after the last answer; journals still waiting: {waiting or 'none'}")
+    return rows
+
+
 async def server_metrics(base: str, name: str) -> dict:
     import httpx
 
@@ -608,6 +647,7 @@ class WorkerRun:
     log_path: Path
     lag_file: Path
     rss: RssSampler | None = None
+    data_dir: Path | None = None  # its DATA_DIR (where a journal of unsaved writes would be)
 
 
 def lag_of(workers: list[WorkerRun], start: float, end: float) -> dict:
@@ -638,6 +678,7 @@ async def measure(base: str, args, workers: list[WorkerRun], db: Database, cpu: 
                 args.question_timeout,
                 ready,
                 go,
+                logging_in=len(names),
             )
         )
         for i, name in enumerate(names)
@@ -661,10 +702,8 @@ async def measure(base: str, args, workers: list[WorkerRun], db: Database, cpu: 
     answers += [
         Answer("?", "(cancelled)", errors=[f"session still running after {args.deadline:.0f} s"]) for _ in pending
     ]
-    await asyncio.sleep(1.0)  # the last fire-and-forget step writes of Chainlit's data layer
-
     expected = args.clinicians * args.questions
-    rows = count_rows(db, names)
+    rows = await settled_rows(db, names, expected, workers)
     solo_ttfts = [a.ttft for a in solo if a.ttft is not None]
     ttfts = [a.ttft for a in answers if a.ttft is not None]
     solo_p50 = percentile(solo_ttfts, 50)
@@ -717,6 +756,12 @@ async def measure(base: str, args, workers: list[WorkerRun], db: Database, cpu: 
         "ttft_p95_over_solo": round(percentile(ttfts, 95) / solo_p50, 3) if ttfts and solo_p50 else None,
         "ttft_target": args.ttft_target,
         "ttft_over_same_question_alone": {"p50": percentile(same_question, 50), "p95": percentile(same_question, 95)},
+        "ttft_by_question": {
+            q: {"alone": solo_by_question.get(q), "p50": percentile(t, 50), "p95": percentile(t, 95), "n": len(t)}
+            for q in QUESTIONS
+            for t in [[a.ttft for a in answers if a.question == q and a.ttft is not None]]
+            if t
+        },
         "rows": {**rows, "expected": expected},
         "rss_mb": {
             "peak": round(max(w.rss.peak_mb for w in workers), 1),  # of one worker
@@ -753,9 +798,15 @@ def print_table(report: dict) -> None:
         f"{report['ttft_over_same_question_alone']['p95']} p95",
         f"{'TTFT by round p50/p95 (s)':<28}"
         + "; ".join(f"{r}: {v['p50']} / {v['p95']}" for r, v in load["ttft_by_round"].items()),
+        *(
+            f"{'  ' + q[:12]:<28}{v['p50']!s:>10} / {v['p95']} s (alone {v['alone'] and round(v['alone'], 2)}, n={v['n']})"
+            for q, v in report.get("ttft_by_question", {}).items()
+        ),
         f"{'total per question p50/p95':<28}{load['total_p50']!s:>10} / {load['total_p95']} s",
         f"{'answer rows':<28}{rows['answer_records']:>10} / {rows['expected']}   {verdict['rows']}",
-        f"{'feedback rows':<28}{rows['feedbacks']:>10} / {rows['expected']}",
+        f"{'feedback rows':<28}{rows['feedbacks']:>10} / {rows['expected']}   counted "
+        f"{rows.get('settle_s')} s after the last answer"
+        + (f"; journal still waiting in {', '.join(rows['journal_waiting'])}" if rows.get("journal_waiting") else ""),
         f"{'degraded answers':<28}{rows['degraded_answers']:>10}   {rows['degradations'] or ''}",
         f"{'server RSS peak / end (MB)':<28}{report['rss_mb']['peak']:>10} / {report['rss_mb']['end']}",
         f"{'loop lag p50/p99/max (ms)':<28}{load['loop_lag']['p50_ms']!s:>10} / {load['loop_lag']['p99_ms']} / "
@@ -884,7 +935,15 @@ def main(argv: list[str] | None = None) -> int:
                     cwd=app_root,
                     env={**env, "CHAINLIT_APP_ROOT": str(app_root), "CLINCITE_PRIVATE_APP_ROOT": str(app_root)},
                 )
-                workers.append(WorkerRun(f"worker-{i}", process, log_path, Path(env["CLINCITE_LOOP_LAG_FILE"])))
+                workers.append(
+                    WorkerRun(
+                        f"worker-{i}",
+                        process,
+                        log_path,
+                        Path(env["CLINCITE_LOOP_LAG_FILE"]),
+                        data_dir=Path(env["DATA_DIR"]),
+                    )
+                )
             for worker, port in zip(workers, ports):
                 wait_http(f"http://{HOST}:{port}/health", worker.process, 240, worker.name, worker.log_path)
             for worker in workers:

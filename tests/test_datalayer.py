@@ -350,3 +350,34 @@ async def test_writes_the_database_does_not_take_are_replayed_in_order(tmp_path)
     assert await restarted.query('SELECT "forId", value FROM feedbacks') == [{"forId": "run-1", "value": 0}]
     assert not restarted.journal.path.exists()
     await restarted.close()
+
+
+async def test_a_sqlite_write_or_read_costs_the_event_loop_one_hop(tmp_path, monkeypatch):
+    """With a hundred questions starting together every wake-up of the loop comes ~0.2 s late. A write through
+    aiosqlite woke the loop for each statement's round trip (ping, cursor, execute, fetch, commit) while holding
+    SQLite's lock, so thread writes passed WRITE_TIMEOUT and every later write went through the journal of unsaved
+    writes (bench/load_test.py -n 100, 2026-11-24). On the writer and reader threads a whole transaction or query
+    comes back to the loop once. Counted, not timed: the wake-ups from other threads during one write and one read."""
+    settings = make_settings(tmp_path)
+    await ensure_schema(settings.db_url)
+    layer = ClinCiteDataLayer(settings)
+    in_a_chainlit_session()
+    thread = await make_thread(layer, "doctor_a")
+    loop = asyncio.get_running_loop()
+    wakeups = []
+    call_soon_threadsafe = loop.call_soon_threadsafe
+
+    def counted(*args, **kwargs):
+        wakeups.append(args[0])
+        return call_soon_threadsafe(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_soon_threadsafe", counted)
+    saved = await layer.record_answer(answer("阿托品的副作用？", 1.0), "run-1", thread, "doctor_a")
+    written = len(wakeups)
+    found = await layer.step_exists(str(uuid.uuid4()))
+    read = len(wakeups) - written
+    monkeypatch.undo()
+    assert saved == "saved" and not found and not layer.outage
+    assert (written, read) == (1, 1)
+    assert await layer.query('SELECT "stepId" FROM answer_records') == [{"stepId": "run-1"}]
+    await layer.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 
+from clincite.core import loopclock
 from clincite.core.shapes import AnswerToken, SubQueryAnalysis
 from clincite.question.run import StageContext
 from clincite.question.speculation import AnswerGate
@@ -79,15 +80,17 @@ async def _stream(
     stream is cancelled cleanly."""
     budget = _first_token_budget(deps)
     try:
-        async with asyncio.timeout(budget) as first_token:
-            async with deps.reasoner.answer(run.question, run.history, analyses, gaps, run.add_usage) as deltas:
-                async for delta in deltas:
-                    if not streamed:
-                        first_token.reschedule(None)  # the budget is for the first token only
-                        if not await open_answer(run, gate):
-                            return False
-                    streamed.append(delta)
-                    run.emit(AnswerToken(text=delta))
+        async with (
+            loopclock.budget(budget) as first_token,
+            deps.reasoner.answer(run.question, run.history, analyses, gaps, run.add_usage) as deltas,
+        ):
+            async for delta in deltas:
+                if not streamed:
+                    first_token.reschedule(None)  # the budget is for the first token only
+                    if not await open_answer(run, gate):
+                        return False
+                streamed.append(delta)
+                run.emit(AnswerToken(text=delta))
     except TimeoutError:
         if streamed or budget is None or not first_token.expired():
             raise

@@ -61,6 +61,7 @@ log = logging.getLogger("clincite.question.service")
 
 OFFLINE_BANNER = "离线演示模式：未配置大语言模型，回答由规则从原文抽取拼接，仅供演示。"
 STAGE2_SKIPPED = "前面的步骤用时过长：已跳过第二阶段检索，直接依据已找到的证据回答。"
+QUESTION_VECTORS_KEPT = 64  # question embeddings kept: a question looked up and then remembered is embedded once
 EMPTY_KB_NOTICE = "知识库为空：请先运行 `python ingest.py 文档目录/` 导入指南文档。"
 
 
@@ -82,6 +83,7 @@ class TwoStageQueryService:
         self._reasoner = reasoner or (LLMReasoner(agents) if agents is not None else None)
         self.cache = AnswerCache(settings.answer_cache_size, settings.similar_question_threshold)
         self._similar_threshold: float | None = None  # calibrated for the embedding model on first use
+        self._vectors: dict[str, object] = {}  # the latest questions' embeddings (oldest first)
 
     @property
     def reasoner(self) -> Reasoner:
@@ -157,7 +159,9 @@ class TwoStageQueryService:
             if not task.done():
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)  # nothing of this question outlives it
-        if len(question_run.kb_versions) == 1:  # an answer of one KB version (not one straddling a swap)
+        # With no answer cache there is nothing to remember (nor a question to embed for it: a model call per question).
+        if self.settings.answer_cache_size > 0 and len(question_run.kb_versions) == 1:
+            # an answer of one KB version (not one straddling a swap)
             (version,) = question_run.kb_versions
             fingerprint = self._fingerprint(version)
             standalone = not history and self.settings.similar_question_cache  # no private context in the answer
@@ -192,7 +196,14 @@ class TwoStageQueryService:
             log.info("Similar-question cosine threshold for %s: %.3f", embedder.model_name, self._similar_threshold)
         if self._similar_threshold >= NEVER:
             return None
-        return (await asyncio.to_thread(embedder.encode_queries, [" ".join(text.split())]))[0]
+        text = " ".join(text.split())
+        if (vector := self._vectors.get(text)) is None:
+            # The question is embedded when it is looked up, and its answer remembered under the same vector.
+            vector = (await asyncio.to_thread(embedder.encode_queries, [text]))[0]
+            self._vectors[text] = vector
+            while len(self._vectors) > QUESTION_VECTORS_KEPT:
+                self._vectors.pop(next(iter(self._vectors)))
+        return vector
 
     # --- the story of one question ---
     async def _answer_question(self, run: QuestionRun) -> None:

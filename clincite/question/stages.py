@@ -10,12 +10,12 @@ The answer stage lives in `clincite.question.answering`.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
+from clincite.core import loopclock
 from clincite.core.settings import Settings
 from clincite.core.shapes import (
     BRIDGE_SLOT,
@@ -107,7 +107,7 @@ async def decompose(deps: Deps, run: StageContext, stream: bool = True) -> Async
     plan = SubQueryPlan(deps.settings.max_sub_queries)
     try:
         try:
-            async with asyncio.timeout(deps.settings.decomposition.budget):
+            async with loopclock.budget(deps.settings.decomposition.budget):
                 async for draft in deps.reasoner.decompose(run.question, run.history, run.add_usage, stream=stream):
                     if sub_query := plan.accept(draft):
                         yield sub_query
@@ -222,7 +222,7 @@ async def _judged(deps: Deps, run: StageContext, sub_query: SubQuery, hits: list
         )
     else:
         try:
-            async with asyncio.timeout(deps.settings.relevance_judge.budget):
+            async with loopclock.budget(deps.settings.relevance_judge.budget):
                 output = await deps.reasoner.judge(sub_query, run.question, run.history, hits, run.add_usage)
             analysis = to_analysis(sub_query, output, hits)
         except Exception as exc:
@@ -290,7 +290,7 @@ async def judge_sufficiency(deps: Deps, run: StageContext, analyses: list[SubQue
     run.start("sufficiency")
     limit = deps.settings.max_additional_queries
     try:
-        async with asyncio.timeout(deps.settings.sufficiency_judge.budget):
+        async with loopclock.budget(deps.settings.sufficiency_judge.budget):
             out = await deps.reasoner.sufficiency(run.question, analyses, limit, run.add_usage)
         extra = [
             SubQuery(id=f"s2-{i}", text=d.text.strip(), focus=d.focus.strip())

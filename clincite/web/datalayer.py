@@ -305,6 +305,62 @@ def engine_for(url: str, sqlite_busy_timeout: float | None = None):
     return engine
 
 
+class SqliteWriter:
+    """Every write of the app database on SQLite, one transaction at a time, in one thread of its own.
+
+    SQLite takes one writer at a time anyway. Through aiosqlite each statement of a transaction is a round trip
+    between the event loop and a connection thread (checkout ping, execute, fetch, commit), and the transaction holds
+    the write lock across all of them: with a hundred questions starting in the same instant the loop takes ~0.2 s per
+    round trip, so each write held the lock for seconds while the others slept in SQLite's busy handler, and thread
+    writes passed WRITE_TIMEOUT (bench/load_test.py -n 100, 2026-11-24: 23 thread writes timed out and every later
+    write of the run went through the journal of unsaved writes). Here a whole transaction runs in this thread on
+    a plain sqlite3 connection, one hop from the loop: writes queue in order in the thread's queue, hold the lock
+    for the milliseconds the statements take, and leave the async engine's pool to the reads.
+
+    The data layer's own reads (`query`) run the same way on two reader threads (WAL: they never wait for the
+    writer): the door's check of every question's message id (web/door.py) is one of them, and through aiosqlite its
+    ~9 round trips (pool ping, cursor, execute, fetch, close, rollback) cost a question 1–2 s before it started."""
+
+    READERS = 2
+
+    def __init__(self, url: str, busy_timeout: float | None):
+        from concurrent.futures import ThreadPoolExecutor
+
+        from sqlalchemy import create_engine
+
+        sync_url = url.replace("+aiosqlite", "")
+        # A pooled connection may serve either reader thread (one at a time: the pool hands it out).
+        connect_args = {"check_same_thread": False, **({"timeout": busy_timeout} if busy_timeout else {})}
+        self.engine = create_engine(sync_url, hide_parameters=True, connect_args=connect_args)
+        event.listen(self.engine, "connect", _sqlite_pragmas)
+        self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clincite-sqlite-writer")
+        self.readers = ThreadPoolExecutor(max_workers=self.READERS, thread_name_prefix="clincite-sqlite-reader")
+
+    async def run(self, write, *args):
+        """`write(connection, *args)` in one transaction on the writer thread; its result."""
+
+        def transaction():
+            with self.engine.begin() as connection:
+                return write(connection, *args)
+
+        return await asyncio.get_running_loop().run_in_executor(self.thread, transaction)
+
+    async def read(self, read, *args):
+        """`read(connection, *args)` on a reader thread; its result."""
+
+        def reading():
+            with self.engine.connect() as connection:
+                return read(connection, *args)
+
+        return await asyncio.get_running_loop().run_in_executor(self.readers, reading)
+
+    def close(self) -> None:
+        """After the writes and reads queued so far."""
+        self.readers.shutdown(wait=True)
+        self.thread.shutdown(wait=True)
+        self.engine.dispose()
+
+
 class ClinCiteDataLayer(SQLAlchemyDataLayer):
     def __init__(self, settings: Settings):
         self.journal = WriteJournal(settings.data_dir / JOURNAL_FILE)
@@ -319,8 +375,39 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
         # In place of Chainlit's engine (which logs parameters on errors): see engine_for.
         self.engine = engine_for(settings.db_url, settings.sqlite_busy_timeout)
         self.async_session = async_sessionmaker(bind=self.engine, expire_on_commit=False)
+        # SQLite: the data layer's writes on a thread of their own, its reads on two more (SqliteWriter).
+        self.writer = SqliteWriter(settings.db_url, settings.sqlite_busy_timeout) if sqlite else None
         if not sqlite:
             storage.engine = self.engine
+
+    async def execute_sql(self, query: str, parameters: dict):
+        """Chainlit's own statements (a login's user row, thread lists, deletions): on SQLite on the writer thread (a
+        SELECT on a reader thread), so that a login's insert does not hold SQLite's lock across a saturated loop's
+        round trips while the writer waits; as Chainlit's, an error is logged and gives None."""
+        if self.writer is None:
+            return await super().execute_sql(query, parameters)
+        statement = text(query)
+
+        def run(connection):
+            result = connection.execute(statement, parameters)
+            if result.returns_rows:
+                return self.clean_result([dict(row._mapping) for row in result.fetchall()])
+            return result.rowcount
+
+        selecting = query.lstrip()[:6].upper() == "SELECT"
+        try:
+            return await (self.writer.read(run) if selecting else self.writer.run(run))
+        except Exception as exc:
+            log.warning("An error occurred: %s: %s", type(exc).__name__, exc)
+            return None
+
+    async def transaction(self, write, *args):
+        """`write(connection, *args)` — plain SQLAlchemy calls on a sync connection — in one transaction: on the
+        SQLite writer thread, or on the async engine (PostgreSQL: the same calls, awaited through run_sync)."""
+        if self.writer is not None:
+            return await self.writer.run(write, *args)
+        async with self.engine.begin() as connection:
+            return await connection.run_sync(write, *args)
 
     @property
     def fallback_file(self) -> Path:
@@ -388,6 +475,8 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
         if self._replayer is not None:
             self._replayer.cancel()
             await asyncio.gather(self._replayer, return_exceptions=True)
+        if self.writer is not None:
+            await asyncio.to_thread(self.writer.close)
         await self.engine.dispose()
 
     async def wait_for_replay(self) -> None:
@@ -402,17 +491,16 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
         elif kind == "thread":
             await self._write_thread(entry)
         elif kind == "answer":
-            async with self.engine.begin() as connection:
-                await connection.execute(insert_sql("answer_records", entry["row"], ignore_existing=True), entry["row"])
+            await self.transaction(
+                _insert, insert_sql("answer_records", entry["row"], ignore_existing=True), entry["row"]
+            )
         elif kind == "element":
             if file := entry.get("file"):  # a passage whose file lives in the database waited with its row
                 data = base64.b64decode(file["data"])
                 await self.storage_provider.upload_file(object_key=file["key"], data=data, mime=file["mime"])
-            async with self.engine.begin() as connection:
-                await connection.execute(insert_sql("elements", entry["row"], upsert=True), entry["row"])
+            await self.transaction(_insert, insert_sql("elements", entry["row"], upsert=True), entry["row"])
         elif kind == "feedback_row":
-            async with self.engine.begin() as connection:
-                await connection.execute(insert_sql("feedbacks", entry["row"], upsert=True), entry["row"])
+            await self.transaction(_insert, insert_sql("feedbacks", entry["row"], upsert=True), entry["row"])
         elif kind == "feedback":
             rated = await self._rate(entry["user"], Feedback(**entry["feedback"]), keep_id=True)
             if rated is None:
@@ -484,19 +572,7 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
                 log.warning("Step %s could not be stored: %s: %s", row.get("id"), type(exc).__name__, exc)
 
     async def _write_steps(self, rows: list[dict]) -> None:
-        """One transaction: each step's thread row if it is missing (as Chainlit's update_thread did), then the
-        step upserts, one executemany per set of columns."""
-        now = await self.get_current_timestamp()
-        async with self.engine.begin() as connection:
-            await connection.execute(
-                text(
-                    "INSERT INTO threads (id, \"createdAt\", metadata) VALUES (:id, :createdAt, '{}') "
-                    "ON CONFLICT (id) DO NOTHING"
-                ),
-                [{"id": thread, "createdAt": now} for thread in {row["threadId"] for row in rows}],
-            )
-            for columns, group in rows_by_columns(rows).items():
-                await connection.execute(upsert_steps_sql(columns), group)
+        await self.transaction(_write_steps, rows, await self.get_current_timestamp())
 
     # --- threads and elements: written through `save`, so an outage keeps them too ---
     async def update_thread(
@@ -523,26 +599,7 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
             await self.save(entry)
 
     async def _write_thread(self, entry: dict) -> None:
-        async with self.engine.begin() as connection:
-            user_id, identifier = entry.get("userId"), entry.get("userIdentifier")
-            if user_id and not identifier:
-                found = await connection.execute(text("SELECT identifier FROM users WHERE id = :id"), {"id": user_id})
-                identifier = found.scalar()
-            if identifier and not user_id:
-                user_id = await _user_id(connection, identifier, await self.get_current_timestamp())
-            found = await connection.execute(text("SELECT metadata FROM threads WHERE id = :id"), {"id": entry["id"]})
-            stored = found.scalar()
-            metadata = merged_metadata(stored, entry.get("metadata"))
-            row = {
-                "id": entry["id"],
-                "createdAt": await self.get_current_timestamp(),
-                "name": entry.get("name") or (metadata.get("name") if metadata else None),
-                "userId": user_id,
-                "userIdentifier": identifier,
-                "tags": json.dumps(entry["tags"]) if entry.get("tags") else None,
-                "metadata": json.dumps(metadata),
-            }
-            await connection.execute(UPSERT_THREAD, row)
+        await self.transaction(_write_thread, entry, await self.get_current_timestamp())
 
     @queue_until_user_message()  # as Chainlit's: elements before the first message wait for it
     async def create_element(self, element) -> None:
@@ -652,8 +709,7 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
         feedback.id = feedback.id or str(uuid.uuid4())
         feedback.threadId = thread_id
         row = {k: v for k, v in asdict(feedback).items() if v is not None}
-        async with self.engine.begin() as connection:
-            await connection.execute(insert_sql("feedbacks", row, upsert=True), row)
+        await self.transaction(_insert, insert_sql("feedbacks", row, upsert=True), row)
         return feedback.id
 
     async def delete_user_feedback(self, user_identifier: str, feedback_id: str) -> bool:
@@ -739,13 +795,59 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
 
     async def execute(self, sql: str, parameters: dict | list[dict] | None = None) -> None:
         """One statement (or one per parameter set) in a transaction of its own."""
-        async with self.engine.begin() as connection:
-            await connection.execute(text(sql), parameters or {})
+        await self.transaction(_insert, text(sql), parameters or {})
 
     async def query(self, sql: str, parameters: dict | None = None) -> list[dict]:
+        if self.writer is not None:
+            return await self.writer.read(_select, text(sql), parameters or {})
         async with self.engine.connect() as connection:
             result = await connection.execute(text(sql), parameters or {})
             return [dict(row._mapping) for row in result.fetchall()]
+
+
+# --- the writes, as plain SQLAlchemy calls on a sync connection (ClinCiteDataLayer.transaction runs them) ---
+
+
+def _insert(connection, statement, parameters) -> None:
+    connection.execute(statement, parameters)
+
+
+def _select(connection, statement, parameters) -> list[dict]:
+    return [dict(row._mapping) for row in connection.execute(statement, parameters).fetchall()]
+
+
+def _write_steps(connection, rows: list[dict], now: str) -> None:
+    """Each step's thread row if it is missing (as Chainlit's update_thread did), then the step upserts, one
+    executemany per set of columns."""
+    connection.execute(
+        text(
+            "INSERT INTO threads (id, \"createdAt\", metadata) VALUES (:id, :createdAt, '{}') "
+            "ON CONFLICT (id) DO NOTHING"
+        ),
+        [{"id": thread, "createdAt": now} for thread in {row["threadId"] for row in rows}],
+    )
+    for columns, group in rows_by_columns(rows).items():
+        connection.execute(upsert_steps_sql(columns), group)
+
+
+def _write_thread(connection, entry: dict, now: str) -> None:
+    user_id, identifier = entry.get("userId"), entry.get("userIdentifier")
+    if user_id and not identifier:
+        identifier = connection.execute(text("SELECT identifier FROM users WHERE id = :id"), {"id": user_id}).scalar()
+    if identifier and not user_id:
+        user_id = _user_id(connection, identifier, now)
+    stored = connection.execute(text("SELECT metadata FROM threads WHERE id = :id"), {"id": entry["id"]}).scalar()
+    metadata = merged_metadata(stored, entry.get("metadata"))
+    row = {
+        "id": entry["id"],
+        "createdAt": now,
+        "name": entry.get("name") or (metadata.get("name") if metadata else None),
+        "userId": user_id,
+        "userIdentifier": identifier,
+        "tags": json.dumps(entry["tags"]) if entry.get("tags") else None,
+        "metadata": json.dumps(metadata),
+    }
+    connection.execute(UPSERT_THREAD, row)
 
 
 THREAD_NAME_CHARS = 200  # a thread is named after its first question: the sidebar shows the start of it
@@ -776,17 +878,16 @@ def merged_metadata(stored, incoming: dict | None) -> dict:
     return base
 
 
-async def _user_id(connection, identifier: str, now: str) -> str:
+def _user_id(connection, identifier: str, now: str) -> str:
     """The users row of this identifier (made now if the login could not write it: the database was down)."""
-    await connection.execute(
+    connection.execute(
         text(
             "INSERT INTO users (id, identifier, metadata, \"createdAt\") VALUES (:id, :identifier, '{}', :now) "
             "ON CONFLICT (identifier) DO NOTHING"
         ),
         {"id": str(uuid.uuid4()), "identifier": identifier, "now": now},
     )
-    found = await connection.execute(text("SELECT id FROM users WHERE identifier = :i"), {"i": identifier})
-    return found.scalar()
+    return connection.execute(text("SELECT id FROM users WHERE identifier = :i"), {"i": identifier}).scalar()
 
 
 def _session_user_of(thread_id: str, user_id: str | None) -> str | None:

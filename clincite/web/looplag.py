@@ -17,6 +17,8 @@ import os
 import time
 from collections import deque
 
+from clincite.core import loopclock
+
 log = logging.getLogger("clincite.looplag")
 
 INTERVAL = 0.05  # 20 samples/s: fine enough to see a 100 ms stall, cheap enough to leave on in production
@@ -44,6 +46,7 @@ async def _probe(out) -> None:
             asked = time.perf_counter() + INTERVAL
             await asyncio.sleep(INTERVAL)
             lag_ms = max(0.0, (time.perf_counter() - asked) * 1000)
+            loopclock.add_lag(lag_ms / 1000)  # stage budgets are extended by it (clincite/core/loopclock.py)
             now = time.time()
             _samples.append((now, lag_ms))
             if out is not None:
