@@ -192,13 +192,15 @@ def _mark_quoted(ask: Ask, question: str, lex: Lexicon) -> None:
     """Words in quotes are the text's own (四个“不要”): a term however common, even a function word."""
     for quoted in _QUOTED.findall(question):
         quoted = quoted.strip()
-        if not quoted or len(quoted) > MAX_QUOTED_CHARS:
+        if len(quoted) < 2 or len(quoted) > MAX_QUOTED_CHARS:  # “的” is no word to find; a long quote no word at all
+            continue
+        if quoted in lex.generic:  # “儿童”: quoted or not, whoever the text is about
             continue
         term = next((t for t in ask.terms if t.text == quoted), None)
         if term is None:
             term = Term(quoted, lex.variants(quoted), entity=quoted.lower() in lex.entities)
             ask.terms.append(term)
-        term.quoted, term.generic = True, False
+        term.quoted = True
 
 
 def _mark_modifiers(ask: Ask) -> None:
