@@ -194,7 +194,7 @@ def _mark_quoted(ask: Ask, question: str, lex: Lexicon) -> None:
         quoted = quoted.strip()
         if len(quoted) < 2 or len(quoted) > MAX_QUOTED_CHARS:  # “的” is no word to find; a long quote no word at all
             continue
-        if quoted in lex.generic:  # “儿童”: quoted or not, whoever the text is about
+        if quoted in lex.generic or quoted in lex.function_words:  # “儿童”、“需要”: quoted or not, no topic
             continue
         term = next((t for t in ask.terms if t.text == quoted), None)
         if term is None:
