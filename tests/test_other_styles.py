@@ -329,3 +329,37 @@ async def test_a_quoted_everyday_word_does_not_make_a_question_answerable(tmp_pa
     service = library(tmp_path, with_sample_kb())
     result = await service.ask(question)
     assert result.coverage.status == "no_evidence", result.answer
+
+
+NEWS_SHARE = """# 早产儿眼底筛查（演示）
+
+【演示材料】依据公开科普要点以自己的语言编写，仅用于软件测试，不可用于临床决策。
+
+筛查中心成立以来，已为数千名早产儿做了眼底检查，其中接受治疗后视力得以保住的有一百多人。
+
+近年早产儿在新生儿中的比例上升。其中约两成会因视网膜血管发育不成熟而发生早产儿视网膜病变，需要按时筛查。
+"""
+
+
+async def test_how_many_of_a_group_is_answered_by_a_share_not_a_head_count(tmp_path):
+    """ "早产儿里有多少会……" asks a share (两成、20%), not how many people a centre has treated."""
+    service = library(tmp_path, {"早产儿眼底筛查（演示）.md": NEWS_SHARE})
+    lead = tldr((await service.ask("早产儿里大概有多少会发生视网膜病变？")).answer)
+    assert "两成" in lead and "一百多人" not in lead, lead
+
+
+def test_why_not_asks_a_reason_not_for_contraindications():
+    from clincite.offline import analyse
+
+    assert analyse("为什么做过LASIK的人，角膜曲率计测出的K值不能直接拿来算人工晶体？").aspects == ["原因"]
+    assert set(analyse("为什么有这些禁忌证？孕妇不能用吗").aspects) == {"原因", "禁忌证"}
+
+
+def test_a_verb_with_a_particle_is_as_everyday_as_the_verb():
+    """做过、开着 are not in jieba's dictionary: unknown is not rare, they weigh as 做、开 do; a new coinage of
+    characters (洁厕灵) stays rare."""
+    from clincite.text.tokenizer import get_tokenizer
+
+    tokenizer = get_tokenizer()
+    assert tokenizer.general_rarity("做过") < 9 and tokenizer.general_rarity("开着") < 9
+    assert tokenizer.general_rarity("洁厕灵") > 15 and tokenizer.general_rarity("青光眼") > 10

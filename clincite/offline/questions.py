@@ -139,6 +139,7 @@ def analyse(question: str, previous: list[str] | None = None, lexicon: Lexicon |
     tokens = _merge(_words(text), lex)
     ask = Ask(question=question, resolved=text)
     marker = _classify(ask, tokens, lex)
+    _reason_over_negation(ask, lex)
     _mark_quoted(ask, question, lex)
     ask.quantity = lex.quantity_asked(text) or ask.quantity
     _mark_modifiers(ask)
@@ -353,6 +354,17 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon) -> str:
     if ask.joined and len(ask.subjects) < 2:
         ask.joined = False
     return marker
+
+
+def _reason_over_negation(ask: Ask, lex: Lexicon) -> None:
+    """ "为什么……的K值不能直接拿来算" asks why: its 不能 is what the reason is asked for, not a second question
+    about contraindications. The noun (禁忌证) still asks for them."""
+    if "原因" not in ask.aspects or "禁忌证" not in ask.aspects:
+        return
+    negations = [c for c in ask.cues if lex.aspect_of(c) == "禁忌证"]
+    if all(not c.startswith("禁忌") for c in negations):
+        ask.aspects.remove("禁忌证")
+        ask.cues = [c for c in ask.cues if c not in negations]
 
 
 def _verb_with_object(cue: str, following: list[str], lex: Lexicon) -> bool:
