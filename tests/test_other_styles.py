@@ -363,3 +363,20 @@ def test_a_verb_with_a_particle_is_as_everyday_as_the_verb():
     tokenizer = get_tokenizer()
     assert tokenizer.general_rarity("做过") < 9 and tokenizer.general_rarity("开着") < 9
     assert tokenizer.general_rarity("洁厕灵") > 15 and tokenizer.general_rarity("青光眼") > 10
+
+
+async def test_a_library_of_one_document_answers_what_it_is_about(tmp_path):
+    """Only the red-light document: every passage is about red light for myopia, yet its safety section never says
+    近视 again. A word the library is about (近视 here) is not what decides whether a passage answers."""
+    red_light = (SAMPLE_KB / "重复低强度红光治疗及安全性（演示）.md").read_text(encoding="utf-8")
+    service = library(tmp_path, {"重复低强度红光治疗及安全性（演示）.md": red_light})
+    result = await service.ask("重复低强度红光治疗近视的安全性如何？")
+    assert result.coverage.status != "no_evidence" and "安全" in tldr(result.answer), result.answer
+    assert (await service.ask("红光治疗会导致白内障吗？")).coverage.status == "no_evidence"
+
+
+async def test_a_contraindication_question_is_answered_by_the_contraindication_sentence(tmp_path):
+    """ "哪些孩子不能点阿托品" matches 点药后… word for word, but only the sentence on 禁用/慎用 answers it."""
+    service = library(tmp_path, with_sample_kb())
+    lead = tldr((await service.ask("哪些孩子不能点阿托品？")).answer)
+    assert "禁用" in lead and "闭角型青光眼" in lead, lead

@@ -33,6 +33,7 @@ from clincite.text.units import Unit, is_reference, sentences, split_units
 
 COVERAGE_FLOOR = 0.55  # a passage must cover at least this share of the question's term weight
 MAX_DECISIVE = 2
+TOPIC_SHARE = 0.3  # a term in this share of the KB's passages or more is what the library is about: never decisive
 DECIDING_RARITY = 11.0  # general-Chinese rarity (Tokenizer.general_rarity) from which a word may decide
 UNSEEN_DECIDING_RARITY = 9.5  # … or, for a word this library never uses (品牌 in a library without brands), this
 DECISIVE_SHARE = 0.6  # a term weighing this share of the heaviest one is decisive: some passage must contain it
@@ -45,6 +46,7 @@ WORDING_SHARE = 1.0  # the asker's verb (宣称 for the text's 号称) weighs at
 COMMON_RARITY = 7.5  # general-Chinese rarity (Tokenizer.general_rarity) at or below which a word is everyday
 SPECIFIC_SPAN = 5.0  # … and how much rarer it must be to count fully (需要 7.7 → 0.25, 手术 9.8 → 0.46, 青光眼 → 1)
 EVERY_KINDS = ("时间", "次数")  # the quantities "每 + unit" gives (每年一次, 每晚)
+WEAK_BM25 = 2.0  # a best BM25 score below this is normalised by it: the search bonus shrinks with the signal
 RELATIVE_FLOOR = 0.75  # an extract scoring below this share of the best one for its part is left out
 MAX_EXTRACTS = 2
 MIN_UNIT_CHARS = 6
@@ -70,7 +72,7 @@ _ENUMERATED = re.compile(
     r"^\s*(?:[\u2460-\u2473]|\d{1,2}\s*[.、．)）]|[（(]\d{1,2}[）)]|[一二三四五六七八九十]{1,2}[、.．])"
 )
 _ELABORATES = re.compile(r"^(?:例如|比如|譬如|诸如|包括|如(?![果何此今同下若期]))")  # a sentence of examples
-_DIGIT = re.compile(r"\d|[一二三四五六七八九十两半]+\s*(?:个|次|天|日|周|月|年|岁|小时|分钟|滴|mg|%)")
+_DIGIT = re.compile(r"\d|[一二三四五六七八九十两半]+\s*(?:个|次|天|日|周|月|年|岁|小时|分钟|滴|mg|%|成|分之)")
 _DEFINES = "是指|指的是|称为|是一种|即|是"
 
 
@@ -127,6 +129,7 @@ class Weighted:
     weight: float
     tokens: list[str]  # sub-words: a partial match
     unseen: bool = False  # no name of it occurs anywhere in the KB
+    common: bool = False  # in TOPIC_SHARE of the KB's passages or more: what the library is about
 
 
 def judge(
@@ -146,7 +149,8 @@ def judge(
     if not terms:
         return []
     decisive = _decisive(terms)
-    bm25_top = max((h.bm25 or 0.0 for h in hits), default=0.0) or 1.0
+    # Scores this low (every passage has the words: a library of one document) say little of which passage answers.
+    bm25_top = max(max((h.bm25 or 0.0 for h in hits), default=0.0), WEAK_BM25)
     sem_top = max((h.semantic or 0.0 for h in hits), default=0.0) or 1.0
     found: list[Evidence] = []
     for rank, hit in enumerate(hits):
@@ -171,7 +175,9 @@ def _first_sentences(text: str) -> str:
 def _decisive(terms: list[Weighted]) -> list[Weighted]:
     """The question's rarest terms, at most MAX_DECISIVE: a passage that lacks one of them does not answer it. A
     one-character word (停、洗) or a bare number is too loose a thing to decide on."""
-    eligible = [w for w in terms if len(w.term.text) >= 2 and not _NUMBER.match(w.term.text) and _may_decide(w)]
+    eligible = [
+        w for w in terms if len(w.term.text) >= 2 and not _NUMBER.match(w.term.text) and not w.common and _may_decide(w)
+    ]
     if not eligible:
         return []
     heaviest = max(w.weight for w in eligible)
@@ -203,12 +209,13 @@ def _weigh(terms: list[Term], stats: TermStats) -> list[Weighted]:
         ]
         # The concept is as common as its most common name: min over the names the KB knows; unseen: the rarest.
         weight = min(known) if known else unseen
+        common = bool(stats.size) and max(map(stats.document_frequency, term.variants)) >= TOPIC_SHARE * stats.size
         if term.generic or (not known and _NUMBER.match(term.text)):  # 孩子; a number of the asker's own (200度)
             weight *= GENERIC_WEIGHT
         elif not term.entity:
             weight *= _specificity(tokenizer.general_rarity(term.text))
         parts = [tok for tok in tokenizer.tokenize(term.text) if len(tok) >= 2 and tok != term.text.lower()]
-        weighted.append(Weighted(term, weight, parts, unseen=not known))
+        weighted.append(Weighted(term, weight, parts, unseen=not known, common=common))
     # A word the KB never uses weighs the most, but not beyond UNSEEN_CAP times the question's heaviest known term:
     # in a small library every known term is in most passages, and one unknown word of the asker's would else
     # outweigh the whole question.
@@ -319,9 +326,12 @@ def _occurs(term: str, text: str) -> bool:
 
 def _coverage(terms: list[Weighted], text: str, headings: str = "") -> float:
     """The share of the question's term weight the text covers (a term whose broader subject titles the passage's
-    document or section counts as covered there)."""
-    total = sum(w.weight for w in terms) or 1.0
-    return sum(w.weight * _matched(w, text, headings) for w in terms) / total
+    document or section counts as covered there). A term the library is about (in a good share of its passages:
+    近视 in a library of one document on red light for myopia) is what every passage is about; one that does not
+    repeat it is not the less relevant for that."""
+    found = [(w, _matched(w, text, headings)) for w in terms]
+    total = sum(w.weight for w, m in found if m or not w.common) or 1.0
+    return sum(w.weight * m for w, m in found) / total
 
 
 def _matched(weighted: Weighted, text: str, headings: str) -> float:
@@ -339,10 +349,13 @@ def _passage(
         return None  # too little of the question, or not what it is decisively about (its rare terms, its subject)
     subjects = [w for w in terms if w.term in (part.subjects or ask.subjects)] or terms
     about = any(match(w, headings) == 1.0 for w in subjects)  # not by the opening: it names what the section lists
+    needs_aspect = bool(part.aspects) and not set(part.aspects) & lex.free_aspects
     best = None
     for unit, path in _units(hit):
         scored = _unit_score(ask, part, hit, unit, path, terms, lex, opening)
-        if scored is not None and (best is None or scored[0] > best[0]):
+        if scored is None or (needs_aspect and not scored[1]):
+            continue  # the unit that answers "哪些孩子不能点阿托品" is one on 禁忌, however well another matches
+        if best is None or scored[0] > best[0]:
             best = (*scored, unit, path)
     if best is None:
         return None
@@ -352,8 +365,6 @@ def _passage(
         return None  # what decides is named in another section of the passage, not in the one that would answer
     if not _written_together(_named_subjects(ask, part, terms) if not part.subjects else [], unit, hit, headings):
         return None  # 青光眼 … 手术风险高: both words are there, but not the 青光眼手术 asked about
-    if part.aspects and not set(part.aspects) & lex.free_aspects and not aspect_named:
-        return None  # the aspect asked (禁忌证) is named over or in the passage, or the passage does not answer it
     if ask.quantity and not _gives_number(ask, hit, unit, path, opening, decisive, lex):
         return None  # "多久 / 多少钱" is answered by a number of that kind about what was asked
     units = _units(hit)
