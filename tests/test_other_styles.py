@@ -380,3 +380,12 @@ async def test_a_contraindication_question_is_answered_by_the_contraindication_s
     service = library(tmp_path, with_sample_kb())
     lead = tldr((await service.ask("哪些孩子不能点阿托品？")).answer)
     assert "禁用" in lead and "闭角型青光眼" in lead, lead
+
+
+def test_what_if_asks_what_to_do():
+    """ "万一已经伤到了呢？" after a question on prevention asks what to do then, as "家长第一步该干什么" does."""
+    from clincite.offline import analyse
+
+    follow_up = analyse("万一已经伤到了呢？", ["儿童眼外伤怎么预防？"])
+    assert follow_up.aspects == ["处理"] and any(t.text == "眼外伤" for t in follow_up.terms)
+    assert analyse("孩子眼睛里溅进消毒液，家长第一步该干什么？").aspects == ["处理"]
