@@ -389,3 +389,15 @@ def test_what_if_asks_what_to_do():
     follow_up = analyse("万一已经伤到了呢？", ["儿童眼外伤怎么预防？"])
     assert follow_up.aspects == ["处理"] and any(t.text == "眼外伤" for t in follow_up.terms)
     assert analyse("孩子眼睛里溅进消毒液，家长第一步该干什么？").aspects == ["处理"]
+
+
+async def test_a_choice_question_is_answered_where_the_text_weighs_the_options(tmp_path):
+    """ "A还是B？" asks which one (for whom): the sentence that says when each is used, not the one listing both."""
+    text = (
+        "# 散瞳药物的选择（演示）\n\n【演示材料】仅用于软件测试，不可用于临床决策。\n\n## 常用药物\n\n"
+        "临床常用的睫状肌麻痹剂有托吡卡胺和阿托品两类。阿托品作用最强，适用于6岁以下或伴有内斜视的儿童。"
+        "托吡卡胺起效快、恢复快，更适合年龄较大的青少年。\n"
+    )
+    service = library(tmp_path, {"散瞳药物的选择（演示）.md": text})
+    lead = tldr((await service.ask("给孩子散瞳用托吡卡胺还是阿托品？")).answer)
+    assert "适用于6岁以下" in lead and "更适合年龄较大" in lead, lead

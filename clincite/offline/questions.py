@@ -41,6 +41,7 @@ OWNERS = {
     "病人",
     "家长说",
 }  # "那HAL呢？": the previous question, asked of a new subject
+CHOICE_JOINERS = ("还是", "或者", "或")
 SHORT_FOLLOW_UP = 12  # characters: a question this short without a subject of its own continues the last one
 _PUNCT = re.compile(r"^[\W_]+$")
 _ASKS_NUMBER = re.compile(r"^(?:多少|多久|多长|几[个次天日周月年岁级针点度])")
@@ -75,6 +76,7 @@ class Ask:
     quantity: str = ""  # the number asked for: a kind of lexicon.quantities (时间、剂量 …), "number", or ""
     follow_up: bool = False
     joined: bool = False  # "A和B": two subjects joined
+    choice: bool = False  # "A还是B": which of them (for whom, when): what tells them apart
     each: bool = False  # "分别、各自": every subject (or aspect) answered on its own
 
     @property
@@ -122,7 +124,8 @@ class Ask:
         if len(self.aspects) >= 2:
             return [(self.search_text(aspect), aspect, None) for aspect in self.aspects]
         subjects = self.subjects
-        if self.joined and len(subjects) >= 2 and (self.each or "区别" in self.aspects):
+        # "A还是B" is one question (which one, for whom): answered where the text weighs them, not of each apart
+        if self.joined and len(subjects) >= 2 and (self.each or ("区别" in self.aspects and not self.choice)):
             aspect = self.aspects[0] if self.aspects else ""
             return [(self.search_text(aspect, [s]), aspect, [s]) for s in subjects]
         aspect = self.aspects[0] if self.aspects else ""
@@ -330,7 +333,9 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon) -> str:
             # "A和B": a joiner between two subjects (not "效果和副作用", two aspects of one subject)
             before_term = bool(ask.terms) and ask.terms[-1].text == _last_content(tokens[:index], lex)
             after = tokens[index + 1] if index + 1 < len(tokens) else ""
-            ask.joined = ask.joined or (before_term and bool(after) and after not in lex.ask_cues)
+            between = before_term and bool(after) and after not in lex.ask_cues
+            ask.joined = ask.joined or between
+            ask.choice = ask.choice or (between and token in CHOICE_JOINERS)
             continue
         if token in lex.split_words:
             ask.each = True
@@ -352,7 +357,9 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon) -> str:
             continue
         ask.terms.append(Term(token, lex.variants(token), entity=lowered in lex.entities, generic=token in lex.generic))
     if ask.joined and len(ask.subjects) < 2:
-        ask.joined = False
+        ask.joined = ask.choice = False
+    if ask.choice and not ask.aspects:  # "散瞳验光用环喷托酯还是阿托品？" asks when each is the one to use
+        _add_cue(ask, "比较", lex)
     return marker
 
 
