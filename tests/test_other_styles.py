@@ -353,6 +353,7 @@ def test_why_not_asks_a_reason_not_for_contraindications():
 
     assert analyse("为什么做过LASIK的人，角膜曲率计测出的K值不能直接拿来算人工晶体？").aspects == ["原因"]
     assert set(analyse("为什么有这些禁忌证？孕妇不能用吗").aspects) == {"原因", "禁忌证"}
+    assert "禁忌证" in analyse("PCA治疗癌痛不推荐用哪个阿片药？为什么？").aspects, "two questions, two aspects"
 
 
 def test_a_verb_with_a_particle_is_as_everyday_as_the_verb():

@@ -41,6 +41,7 @@ OWNERS = {
     "病人",
     "家长说",
 }  # "那HAL呢？": the previous question, asked of a new subject
+WHY_WORDS = ("为什么", "为何", "怎么会")
 CHOICE_JOINERS = ("还是", "或者", "或")
 SHORT_FOLLOW_UP = 12  # characters: a question this short without a subject of its own continues the last one
 _PUNCT = re.compile(r"^[\W_]+$")
@@ -369,9 +370,16 @@ def _reason_over_negation(ask: Ask, lex: Lexicon) -> None:
     if "原因" not in ask.aspects or "禁忌证" not in ask.aspects:
         return
     negations = [c for c in ask.cues if lex.aspect_of(c) == "禁忌证"]
-    if all(not c.startswith("禁忌") for c in negations):
+    why = min((i for w in WHY_WORDS if (i := ask.question.find(w)) >= 0), default=-1)
+    # "…不推荐用哪个阿片药？为什么？" asks two things: the reason there is asked for another sentence
+    after_why = all(_same_sentence(ask.question, why, ask.question.find(c)) for c in negations)
+    if why >= 0 and after_why and all(not c.startswith("禁忌") for c in negations):
         ask.aspects.remove("禁忌证")
         ask.cues = [c for c in ask.cues if c not in negations]
+
+
+def _same_sentence(text: str, why: int, cue: int) -> bool:
+    return 0 <= why < cue and not re.search(r"[？?。！!]", text[why:cue])
 
 
 def _verb_with_object(cue: str, following: list[str], lex: Lexicon) -> bool:
