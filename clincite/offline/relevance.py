@@ -347,8 +347,6 @@ def _passage(
     coverage = _coverage(terms, scope, headings)
     if coverage < COVERAGE_FLOOR or not _covers_decisive(decisive + _named_subjects(ask, part, terms), scope, headings):
         return None  # too little of the question, or not what it is decisively about (its rare terms, its subject)
-    subjects = [w for w in terms if w.term in (part.subjects or ask.subjects)] or terms
-    about = any(match(w, headings) == 1.0 for w in subjects)  # not by the opening: it names what the section lists
     needs_aspect = bool(part.aspects) and not set(part.aspects) & lex.free_aspects
     best = None
     for unit, path in _units(hit):
@@ -371,12 +369,25 @@ def _passage(
     text = _with_context(hit.text, unit, units, terms)
     lead = _with_context(hit.text, unit, units, [], forward=False)
     matched = [w.term.text for w in decisive if match(w, scope) == 1.0]
+    subjects = [w for w in terms if w.term in (part.subjects or ask.subjects)] or terms
+    about = _about(subjects, headings, text.lower())
     score = (
         0.3 * coverage + 0.45 * unit_score + 0.1 * about + 0.05 * by_heading + ECHO_WEIGHT * _echo(ask.resolved, text)
     )
     return Evidence(
         hit, text, path, aspect_named or "", score, by_heading, matched, unit.kind, about, lead if lead != text else ""
     )
+
+
+def _about(subjects: list[Weighted], headings: str, text: str) -> bool:
+    """The title or headings name the subject (not the section's opening: it names what the section lists). For a
+    follow-up, the subject it carries on (屈光手术) makes a document about it only where the extract also speaks of
+    what the follow-up asks about (K值): else any passage of a document on 屈光手术 would beat the one that answers."""
+    own = [w for w in subjects if not w.term.inherited]
+    if any(match(w, headings) == 1.0 for w in own):
+        return True
+    carried = [w for w in subjects if w.term.inherited]
+    return any(match(w, headings) == 1.0 for w in carried) and all(match(w, text) == 1.0 for w in own)
 
 
 def _may_decide(weighted: Weighted) -> bool:
