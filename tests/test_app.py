@@ -66,6 +66,7 @@ async def ask(app_module, text: str, history=None, fresh_chat: bool = True) -> C
 
         async def send_token(self, id, token, is_sequence=False, is_input=False):
             captured.events.append(("token", token))
+            captured.events.append(("streamed", {"token": token, "is_sequence": is_sequence}))
 
         async def send_element(self, element_dict):
             captured.events.append(("element", dict(element_dict)))
@@ -225,3 +226,41 @@ async def test_a_dropped_speculative_answer_never_reaches_the_message(app_module
     assert len(sent) == 1 and "第二阶段之后的回答" in sent[0]["output"]
     assert "SPECULATIVE" not in sent[0]["output"] and "SPECULATIVE" not in streamed
     assert any(s["name"] == "第二阶段检索" for s in captured.of("step"))
+
+
+async def test_the_streamed_report_grows_by_what_is_new_and_stays_inert(app_module, monkeypatch):
+    """What the browser shows while the report streams is the report so far made inert (a link split across tokens
+    included), and each update adds only what is new: the report is not sent again whole at every flush."""
+    from fake_clinical_llm import in_process_models
+    from test_query import text_model
+
+    from clincite.llm.agents import build_agents
+    from clincite.question.reasoner import LLMReasoner
+    from clincite.report.inert import inert_report
+    from clincite.web import render, state
+
+    pieces = ["**TL;DR：** 见[指南](htt", "p://evil.example/x) 与 “原文", "引用” 及 www", ".example.com ！["]
+    pieces += [f"第{i}段：低浓度阿托品的疗效与不良反应，详见下文。\n" for i in range(40)]
+    monkeypatch.setattr(render, "FLUSH_SECONDS", 0.0)  # every piece flushed: the most updates a report can get
+    service = state.current().service
+    offline = service.reasoner
+    service.reasoner = LLMReasoner(build_agents(service.settings, models=in_process_models()))
+    try:
+        with service.agents.answer_generation.override(model=text_model(lambda prompt, call: pieces)):
+            captured = await ask(app_module, "低浓度阿托品的疗效？")
+    finally:
+        service.reasoner = offline
+    (start,) = [s for s in captured.of("stream_start") if s["name"] == "ClinCite"]
+    shown, sent = start["output"], len(start["output"])
+    states = [shown]
+    for update in captured.of("streamed"):  # as the page applies them: a sequence replaces, a token is appended
+        shown = update["token"] if update["is_sequence"] else shown + update["token"]
+        sent += len(update["token"])
+        states.append(shown)
+    report = "".join(pieces)
+    assert shown == inert_report(report)
+    ends = [sum(len(p) for p in pieces[: i + 1]) for i in range(len(pieces))]
+    renderings = {inert_report(report[:end]) for end in ends}
+    assert all(state in renderings for state in states[1:])  # at every point: the report so far, made inert
+    assert not any(re.search(r"(?<!\\)(\]\(|!\[)", state) for state in states)  # never a link or an image
+    assert len(states) > 20 and sent < 1.5 * len(shown)  # ~40 updates, about one report's worth of text in all

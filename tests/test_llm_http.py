@@ -189,3 +189,30 @@ async def test_a_role_change_or_a_finish_is_never_merged_away():
     assert decoded[0]["choices"][0]["delta"] == {"content": "甲乙", "role": "assistant"}
     assert decoded[-1]["choices"][0]["finish_reason"] == "stop"
     assert events[-1] == b"data: [DONE]"
+
+
+@pytest.mark.parametrize("hold", [False, True])
+async def test_a_held_reply_is_not_read_off_the_connection_until_its_pace_has_passed(hold):
+    # The report's reads are held: what the model sends meanwhile waits in the socket and comes in one read later.
+    pulled = []
+
+    async def body():
+        for i in range(5):
+            await asyncio.sleep(0)  # each part comes off the network: the event loop turns before it
+            pulled.append(i)
+            yield chunk(f"第{i}段")
+        yield b"data: [DONE]\n\n"
+
+    transport = CoalescingTransport(
+        httpx2.MockTransport(
+            lambda request: httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body())
+        )
+    )
+    url, headers = "http://llm/v1/chat/completions", read_pace_header(10.0, hold=hold)
+    async with httpx2.AsyncClient(transport=transport) as client, client.stream("POST", url, headers=headers) as r:
+        parts = r.aiter_raw()
+        first = await anext(parts)
+        await asyncio.sleep(0.05)  # time enough for the reader to take every part, unless it holds
+        await parts.aclose()
+    assert json.loads(first.split(b"\n\n")[0][6:])["choices"][0]["delta"]["content"] == "第0段"  # at once, alone
+    assert pulled == ([0] if hold else [0, 1, 2, 3, 4])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import http.server
 import os
+import random
 import re
 import sqlite3
 import stat
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+import unicodedata
 import uuid
 from pathlib import Path
 from typing import ClassVar
@@ -1127,6 +1129,63 @@ def test_r10_look_alike_markers_cannot_open_a_section_close_a_fence_or_add_evide
         assert "权威指南》" not in answer, "an evidence line names another document"
         for marker in ("【", "】", "︻"):
             assert marker not in answer.split("【证据摘录】", 1)[1], forged
+
+
+def _defuse_as_written_first(text: str, delimiters: dict[str, str] | None = None) -> str:
+    """clincite.llm.prompts.defuse as first written (character by character): the rules the faster one must keep."""
+    view, origin = [], []
+    for index, char in enumerate(text):
+        if char.isspace() or unicodedata.category(char) == "Cf":
+            continue
+        for piece in unicodedata.normalize("NFKC", char).casefold():
+            view.append(piece)
+            origin.append(index)
+    view = "".join(view)
+    replace: dict[int, str] = {}
+    for match in re.finditer(r"<(?=/?片段)", view):
+        replace[origin[match.start()]] = "＜"
+    for match in re.finditer(r"\[(?=e\d+\])|(?<=\[e)(\d+)\]", view):
+        bracket = match.start() if match.group(1) is None else match.end() - 1
+        replace[origin[bracket]] = "［" if view[bracket] == "[" else "］"
+    table = {"【": "〔", "】": "〕", "〖": "〔", "〗": "〕", **(delimiters or {})}
+    out = []
+    for index, char in enumerate(text):
+        if index in replace:
+            out.append(replace[index])
+            continue
+        folded = unicodedata.normalize("NFKC", char)
+        out.append(table.get(folded, char) if len(folded) == 1 else char)
+    return "".join(out)
+
+
+def test_r10_look_alikes_are_defused_the_same_in_any_mix_of_text():
+    # Passages mixing the look-alikes above with plain text, quotes, full-width forms and invisible characters: every
+    # one is defused exactly as the rules say (the character-by-character reference), in a fence and on one line.
+    from clincite.llm.prompts import LINE_DELIMITERS, defuse
+
+    pieces = [
+        *"【】〖〗《》“”<>[]［］＜＞﹤﹥︻︼/ \n\t\u200b\u2060\ufeffEe1２3",
+        "片段",
+        "</片段>",
+        "[E1]",
+        "［Ｅ１２］",
+        "[ E 3 ]",
+        "[e\u200b4]",
+        "﹤/片段﹥",
+        "＜ / 片段 ＞",
+        "低浓度阿托品",
+        "副作用：畏光。",
+        "ＡＢＣ",
+        "ﬁ",
+        "Ⅻ",
+        "㍿",
+        "Å",
+    ]
+    rng = random.Random(20)
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
+        assert defuse(text) == _defuse_as_written_first(text), repr(text)
+        assert defuse(text, LINE_DELIMITERS) == _defuse_as_written_first(text, LINE_DELIMITERS), repr(text)
 
 
 async def test_r10_a_document_cannot_pass_its_words_off_as_another_documents(tmp_path):

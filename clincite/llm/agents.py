@@ -37,8 +37,10 @@ STRUCTURED_RETRIES = 1  # one more request after invalid output, then the stage 
 # How often a streamed reply is read over HTTP (clincite.llm.transport merges what arrived in between, sparing the event
 # loop ~0.5 ms per chunk; first token and end are never held back). The report at the rate the clinician's screen is
 # refreshed anyway (clincite.web.render); the decomposition often enough to notice a finished sub-query (one every
-# ~0.3 s) at most 50 ms late. The judges' replies are not streamed.
+# ~0.3 s) at most 50 ms late. The judges' replies are not streamed. The report's reads are also held (its end only
+# closes the message, and may come up to 0.1 s later): the bytes of many tokens come in one read of the connection.
 READ_PACE = {"decomposition": 0.05, "answer_generation": 0.1}
+HELD_READS = {"answer_generation"}
 
 
 @dataclass
@@ -86,7 +88,7 @@ def build_agents(settings: Settings, models: dict[str, Model] | None = None) -> 
     def model_settings(name: str) -> ModelSettings:
         chosen = agent_model_settings(getattr(settings, name))
         if client is not None and name in READ_PACE:
-            chosen["extra_headers"] = read_pace_header(READ_PACE[name])
+            chosen["extra_headers"] = read_pace_header(READ_PACE[name], hold=name in HELD_READS)
         return chosen
 
     def agent(name: str, output_type):

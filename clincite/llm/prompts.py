@@ -5,6 +5,7 @@ The system prompts are the Chinese text files in `prompts/`; `load_prompt` reads
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from pathlib import Path
@@ -61,13 +62,24 @@ SECTION_BRACKETS = {"【": "〔", "】": "〕", "〖": "〔", "〗": "〕"}
 LINE_DELIMITERS = {"《": "〈", "》": "〉", "“": "「", "”": "」"}
 
 
+@functools.lru_cache(maxsize=65536)
+def _char_view(char: str) -> str:
+    """One character as the normalised view sees it: NFKC, case folded; nothing for spaces and format characters."""
+    if char.isspace() or unicodedata.category(char) == "Cf":
+        return ""
+    return unicodedata.normalize("NFKC", char).casefold()
+
+
+@functools.lru_cache(maxsize=65536)
+def _nfkc(char: str) -> str:
+    return unicodedata.normalize("NFKC", char)
+
+
 def _view(text: str) -> tuple[str, list[int]]:
     """The normalised view of `text` and, for each of its characters, the index of the original character."""
     view, origin = [], []
     for index, char in enumerate(text):
-        if char.isspace() or unicodedata.category(char) == "Cf":
-            continue
-        for piece in unicodedata.normalize("NFKC", char).casefold():
+        for piece in _char_view(char):
             view.append(piece)
             origin.append(index)
     return "".join(view), origin
@@ -77,7 +89,21 @@ def defuse(text: str, delimiters: dict[str, str] | None = None) -> str:
     """Data text with the prompt's own markup made look-alikes: a lenticular bracket 【 】 becomes 〔 〕, a fragment
     tag <片段…> / </片段> starts with a full-width ＜, an evidence label [E3] becomes ［E3］ — each also when written
     with full-width forms, spaces or zero-width characters in between. The model still reads the words; the text can
-    no longer open a section, close its fence or add an evidence line."""
+    no longer open a section, close its fence or add an evidence line.
+
+    Every prompt of a question defuses its passages (a judge's nine, the report's extracts): the work is done once
+    per distinct character, and the view (with its index map) is built only for a text that has a character whose
+    view holds "<" or "[", without which neither a fence nor an evidence label can be written."""
+    table = {**SECTION_BRACKETS, **(delimiters or {})}
+    chars = set(text)
+    swap = {}
+    for char in chars:
+        folded = _nfkc(char)
+        if len(folded) == 1 and folded in table:
+            swap[char] = table[folded]
+    out = text.translate(str.maketrans(swap)) if swap else text
+    if not any("<" in piece or "[" in piece for piece in map(_char_view, chars)):
+        return out
     view, origin = _view(text)
     replace: dict[int, str] = {}
     for match in _FENCE_IN_VIEW.finditer(view):
@@ -85,15 +111,12 @@ def defuse(text: str, delimiters: dict[str, str] | None = None) -> str:
     for match in _EVIDENCE_IN_VIEW.finditer(view):
         bracket = match.start() if match.group(1) is None else match.end() - 1
         replace[origin[bracket]] = "［" if view[bracket] == "[" else "］"
-    table = {**SECTION_BRACKETS, **(delimiters or {})}
-    out = []
-    for index, char in enumerate(text):
-        if index in replace:
-            out.append(replace[index])
-            continue
-        folded = unicodedata.normalize("NFKC", char)
-        out.append(table.get(folded, char) if len(folded) == 1 else char)
-    return "".join(out)
+    if not replace:
+        return out
+    chars_out = list(out)  # one character for one: the translation above keeps every index
+    for index, char in replace.items():
+        chars_out[index] = char
+    return "".join(chars_out)
 
 
 def one_line(text: str) -> str:
@@ -103,6 +126,7 @@ def one_line(text: str) -> str:
     return " ".join(defuse(text, LINE_DELIMITERS).split())
 
 
+@functools.lru_cache(maxsize=2048)  # the same passages come back in every judge of a question and in its report
 def fenced(text: str) -> str:
     """A passage inside a <片段> fence: its lines stay as written (the judge copies them verbatim), but none of them
     can close the fence, open a section or pass for an evidence line."""

@@ -11,6 +11,13 @@ meanwhile. The first chunk is handed on at once, and so is anything that is not 
 error, `[DONE]`, a role change) with whatever came before it: a stream's first token and its end are never late.
 A stream with CRLF framing or compressed bytes, or a request without a pace, passes through as it came.
 The pace travels as a request header that this transport removes before the request leaves the process.
+
+A reply whose end is not urgent (the report: its end only closes the message) may also be *held*: after each read
+off the connection the reader waits out the pace before it reads again, so the bytes of many tokens wait in the
+socket and come in one read, one wake-up of the event loop instead of one per token (the report: ~270 reads of a
+~6 s reply become ~60; 0.095 → 0.068 s of loop CPU per report at 80 tok/s). The first token still goes on at once;
+the end of a held reply may come up to one pace later. A reply whose last token matters at once (the decomposition:
+its last sub-query starts a search) is not held.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import httpx2
 
 LLM_CONNECTION_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)  # the SDK's defaults
 READ_PACE_HEADER = "x-clincite-read-pace"
+HOLD = "hold"  # in the pace header: wait out the pace between reads off the connection too
 EVENT_END = b"\n\n"
 DATA_PREFIX = b"data: "
 CHUNK_OBJECT = "chat.completion.chunk"
@@ -38,9 +46,10 @@ TOOL_DELTA_FIELDS = {"role", "content", "refusal", "tool_calls"}
 TOOL_CALL_FIELDS = {"index", "id", "type", "function"}
 
 
-def read_pace_header(seconds: float) -> dict[str, str]:
-    """Extra request headers that ask this transport to read the streamed reply at most once per `seconds`."""
-    return {READ_PACE_HEADER: f"{seconds:g}"}
+def read_pace_header(seconds: float, hold: bool = False) -> dict[str, str]:
+    """Extra request headers that ask this transport to hand the streamed reply on at most once per `seconds`; with
+    `hold`, also to read it off the connection at most once per `seconds` (its end may then come that much later)."""
+    return {READ_PACE_HEADER: f"{seconds:g} {HOLD}" if hold else f"{seconds:g}"}
 
 
 def coalescing_transport(**transport_options: Any) -> httpx2.AsyncBaseTransport:
@@ -53,35 +62,41 @@ class CoalescingTransport(httpx2.AsyncBaseTransport):
         self._inner = inner
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        pace = _take_pace(request)
+        pace, hold = _take_pace(request)
         response = await self._inner.handle_async_request(request)
         content_type = response.headers.get("content-type", "")
         encoding = response.headers.get("content-encoding", "identity")
         if pace > 0 and content_type.startswith("text/event-stream") and encoding == "identity":
-            response.stream = PacedEventStream(response.stream, pace)
+            response.stream = PacedEventStream(response.stream, pace, hold)
         return response
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
-def _take_pace(request: httpx2.Request) -> float:
+def _take_pace(request: httpx2.Request) -> tuple[float, bool]:
+    """The request's pace in seconds (0: none) and whether its reads are held; the header is removed."""
     value = request.headers.pop(READ_PACE_HEADER, None)
+    if value is None:
+        return 0.0, False
+    seconds, _, hold = value.partition(" ")
     try:
-        return max(0.0, float(value)) if value is not None else 0.0
+        return max(0.0, float(seconds)), hold == HOLD
     except ValueError:
-        return 0.0
+        return 0.0, False
 
 
 class PacedEventStream(httpx2.AsyncByteStream):
     """The body of one SSE reply. A reader task frames the events as they arrive; each step of the consumer waits
     until `pace` has passed since its last step (or an event that ends a run of deltas has come), then gets
     everything that arrived, runs of deltas merged. Iterated again after a break (the SDK drains the body after
-    `[DONE]`), it goes on where it stopped."""
+    `[DONE]`), it goes on where it stopped. Held (`hold`): after a read that came off the connection, the reader
+    waits out the pace before it asks for more, unless what came must not wait (the end, an error)."""
 
-    def __init__(self, raw: httpx2.AsyncByteStream, pace: float):
+    def __init__(self, raw: httpx2.AsyncByteStream, pace: float, hold: bool = False):
         self._raw = raw
         self._pace = pace
+        self._hold = hold
         self._events: list[bytes | _Delta] = []  # complete events: a mergeable delta, or bytes to hand on as-is
         self._partial = b""  # the start of an event whose end has not arrived yet
         self._more = asyncio.Event()  # something arrived
@@ -93,9 +108,20 @@ class PacedEventStream(httpx2.AsyncByteStream):
 
     # --- the reader task ---
     async def _read(self) -> None:
+        loop = asyncio.get_running_loop()
+        # Whether the loop has turned since the last piece: if so, this piece came off the connection (a read that
+        # waited); if not, it is the next HTTP chunk of the bytes the last read brought, already in memory.
+        turned = [True]
         try:
             async for data in self._raw:
+                fresh = turned[0]
                 self._frame(data)
+                if self._hold and fresh and self._pace > 0 and not self._due.is_set():
+                    # Anything arriving meanwhile stays in the socket (anyio stops reading between reads): the next
+                    # read takes it all at once.
+                    await asyncio.sleep(self._pace)
+                turned[0] = False
+                loop.call_soon(turned.__setitem__, 0, True)
         except Exception as exc:  # handed to the consumer after the events that came before it
             self._error = exc
         finally:

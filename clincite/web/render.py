@@ -47,7 +47,7 @@ MODE_NOTICES = {
 }
 REANSWER_ACTION = "reanswer"  # app.py's action callback
 REANSWER_LABEL = "重新回答"
-FLUSH_SECONDS = 0.1  # tokens go in batches, ten a second: each batch re-sends and re-renders the whole report
+FLUSH_SECONDS = 0.1  # tokens go in batches, ten a second: each batch re-renders the report and sends what is new
 SNIPPET_CHARS = 80
 CONFIDENCE = {"high": "高", "medium": "中", "low": "低"}
 FOUND_BY = {"bm25": "关键词", "semantic": "语义"}
@@ -65,6 +65,7 @@ class ChainlitRenderer:
         self.message: cl.Message | None = None
         self.buffer: list[str] = []
         self.streamed = ""  # the report so far, as the model wrote it
+        self.shown = ""  # the report so far as the browser shows it (made inert)
         self.last_flush = 0.0
         self.late_degradations: list[str] = []
         self.result: QueryResult | None = None
@@ -229,11 +230,18 @@ class ChainlitRenderer:
 
     async def flush(self) -> None:
         if self.buffer and self.message is not None:
-            # The whole report so far, made inert, replaces the shown one: a link or image can span several tokens,
-            # so escaping token by token could not see it.
+            # The whole report so far is made inert (a link or image can span several tokens, so escaping token by
+            # token could not see it); only what it adds to the shown one is sent — a few dozen characters, not the
+            # whole report ten times a second — unless the new rendering changed what is already shown: then it
+            # replaces it.
             self.streamed += "".join(self.buffer)
             self.buffer.clear()
-            await self.message.stream_token(inert_report(self.streamed), is_sequence=True)
+            rendered = inert_report(self.streamed)
+            if rendered.startswith(self.shown):
+                await self.message.stream_token(rendered[len(self.shown) :])
+            else:
+                await self.message.stream_token(rendered, is_sequence=True)
+            self.shown = rendered
 
     async def answer_done(self, result: QueryResult) -> None:
         self.result = result
