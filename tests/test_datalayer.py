@@ -381,3 +381,18 @@ async def test_a_sqlite_write_or_read_costs_the_event_loop_one_hop(tmp_path, mon
     assert (written, read) == (1, 1)
     assert await layer.query('SELECT "stepId" FROM answer_records') == [{"stepId": "run-1"}]
     await layer.close()
+
+
+async def test_a_known_clinician_is_still_known_when_the_database_does_not_answer(layer):
+    """Every socket that opens reads the clinician's user row; while the database cannot be read the row as last
+    read answers (else Chainlit tries to create the user again, and the page waits on each attempt)."""
+    from sqlalchemy import text
+
+    created = await layer.create_user(User(identifier="doctor_outage"))
+    async with layer.engine.begin() as connection:
+        await connection.execute(
+            text("DROP TABLE users CASCADE" if "postgresql" in str(layer.engine.url) else "DROP TABLE users")
+        )
+    again = await layer.get_user("doctor_outage")
+    assert again is not None and again.id == created.id
+    assert await layer.get_user("doctor_never_seen") is None

@@ -32,6 +32,7 @@ from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
 from chainlit.data.storage_clients.base import BaseStorageClient
 from chainlit.data.utils import queue_until_user_message
 from chainlit.types import Feedback
+from chainlit.user import PersistedUser
 from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 
@@ -368,6 +369,7 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
         self._replayer: asyncio.Task | None = None
         self._step_batch: StepBatch | None = None  # the writes waiting for the next commit
         self._step_commit: asyncio.Task | None = None  # the commit in progress (commits run one after another)
+        self._users: dict[str, PersistedUser] = {}  # clinicians' user rows as last read (see get_user)
         sqlite = settings.db_url.startswith("sqlite")
         # One machine: element files on its disk; a shared PostgreSQL database: in it, for every worker.
         storage = LocalStorageClient(settings.data_dir / "files") if sqlite else DatabaseStorageClient()
@@ -400,6 +402,20 @@ class ClinCiteDataLayer(SQLAlchemyDataLayer):
         except Exception as exc:
             log.warning("An error occurred: %s: %s", type(exc).__name__, exc)
             return None
+
+    async def get_user(self, identifier: str) -> PersistedUser | None:
+        """A clinician's user row; while the database does not answer, the row as last read. Every socket that opens
+        asks for it (Chainlit's authenticate_user), and on a failed read Chainlit goes on to create the user: four
+        attempts of up to CONNECT_TIMEOUT each, so a page opened during a PostgreSQL outage would wait ~20 s. While
+        writes wait for the database (an outage), a known clinician's row is not asked for at all."""
+        known = self._users.get(identifier)
+        if known is not None and self.outage:
+            return known
+        user = await super().get_user(identifier)
+        if user is None:
+            return known  # not in the database, or the read failed: the row as last read, if any
+        self._users[identifier] = user
+        return user
 
     async def transaction(self, write, *args):
         """`write(connection, *args)` — plain SQLAlchemy calls on a sync connection — in one transaction: on the
