@@ -41,8 +41,7 @@ OWNERS = {
     "病人",
     "家长说",
 }  # "那HAL呢？": the previous question, asked of a new subject
-WHY_WORDS = ("为什么", "为何", "怎么会")
-CHOICE_JOINERS = ("还是", "或者", "或")
+CHOICE_JOINERS = ("还是", "或")  # of lexicon.joiners: the ones that offer a choice
 SHORT_FOLLOW_UP = 12  # characters: a question this short without a subject of its own continues the last one
 _PUNCT = re.compile(r"^[\W_]+$")
 _ASKS_NUMBER = re.compile(r"^(?:多少|多久|多长|几[个次天日周月年岁级针点度])")
@@ -370,7 +369,8 @@ def _reason_over_negation(ask: Ask, lex: Lexicon) -> None:
     if "原因" not in ask.aspects or "禁忌证" not in ask.aspects:
         return
     negations = [c for c in ask.cues if lex.aspect_of(c) == "禁忌证"]
-    why = min((i for w in WHY_WORDS if (i := ask.question.find(w)) >= 0), default=-1)
+    why_words = [cue for cue, aspect in lex.ask_cues.items() if aspect == "原因"]
+    why = min((i for w in why_words if (i := ask.question.find(w)) >= 0), default=-1)
     # "…不推荐用哪个阿片药？为什么？" asks two things: the reason there is asked for another sentence
     after_why = all(_same_sentence(ask.question, why, ask.question.find(c)) for c in negations)
     if why >= 0 and after_why and all(not c.startswith("禁忌") for c in negations):
