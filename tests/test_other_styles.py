@@ -402,3 +402,63 @@ async def test_a_choice_question_is_answered_where_the_text_weighs_the_options(t
     service = library(tmp_path, {"散瞳药物的选择（演示）.md": text})
     lead = tldr((await service.ask("给孩子散瞳用托吡卡胺还是阿托品？")).answer)
     assert "适用于6岁以下" in lead and "更适合年龄较大" in lead, lead
+
+
+NIGHT_LIGHT = """# 睡眠光照与儿童近视（演示）
+
+【演示材料】仅用于软件测试，不可用于临床决策。
+
+1999年一项针对2岁前睡眠光照的调查报告：在黑暗中睡觉的儿童近视比例约为10%，在小夜灯下睡觉的约为34%，开着室内照明灯睡觉的约为55%。后来的研究未能重复这一关联，结论仍有争议。
+
+白天充足的户外活动对预防近视的作用更为明确。
+"""
+
+
+async def test_either_of_two_named_things_is_answered_where_the_text_names_one(tmp_path):
+    """ "开着小夜灯或者大灯" offers two settings; the text says 室内照明灯, not 大灯: the passage naming 小夜灯
+    answers, where both words used to be required."""
+    service = library(tmp_path, {"睡眠光照与儿童近视（演示）.md": NIGHT_LIGHT})
+    result = await service.ask("开着小夜灯或者大灯睡觉的孩子，近视率分别是多少？")
+    assert result.coverage.status != "no_evidence", result.answer
+    assert "34%" in tldr(result.answer) and "55%" in tldr(result.answer), result.answer
+    assert (await service.ask("开着小夜灯或者大灯睡觉会得白内障吗？")).coverage.status == "no_evidence"
+
+
+SQUINT_PAGE = """<div class="news-content">
+<p style="text-align:center;"><strong>斜视手术有哪些风险？</strong></p>
+<span>【演示材料】仅用于软件测试，不可用于临床决策。</span><br />
+<span>斜视手术在眼球外部的肌肉上进行，一般不会影响视力。</span><br />
+<span>术后早期可能出现短暂复视，多数会逐渐消失。</span><br />
+</div>
+"""
+
+
+async def test_a_web_page_without_a_title_is_cited_by_the_question_it_opens_with(tmp_path):
+    """A CMS fragment has no <title>; its first line, the question the page answers, is its name (not 3038kp02)."""
+    service = library(tmp_path, {"3038kp02.html": SQUINT_PAGE})
+    answer = (await service.ask("斜视手术会不会把视力做坏？")).answer
+    assert "《斜视手术有哪些风险？》" in answer and "3038kp02" not in answer, answer
+    assert "不会影响视力" in tldr(answer), answer
+
+
+EMERGENCY = """# 就医须知（演示）
+
+【演示材料】仅用于软件测试，不可用于临床决策。
+
+## 急诊还是门诊
+
+门诊适合慢性、不紧急的问题，可以预约后就诊。
+
+需要立即看急诊的眼病只有少数几种：视网膜中央动脉阻塞、眼球破裂伤、急性闭角型青光眼发作和眼部化学伤。
+
+## 复诊
+
+复诊请携带上次的检查结果。
+"""
+
+
+async def test_the_name_of_the_field_does_not_decide_in_its_own_library(tmp_path):
+    """眼科 in "眼科需要挂急诊的病" names the field the whole library is in: the text says 眼病, and answers."""
+    service = library(tmp_path, {"就医须知（演示）.md": EMERGENCY})
+    lead = tldr((await service.ask("眼科真正需要挂急诊的病有哪些？")).answer)
+    assert "视网膜中央动脉阻塞" in lead, lead

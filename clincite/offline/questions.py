@@ -41,7 +41,8 @@ OWNERS = {
     "病人",
     "家长说",
 }  # "那HAL呢？": the previous question, asked of a new subject
-CHOICE_JOINERS = ("还是", "或")  # of lexicon.joiners: the ones that offer a choice
+CHOICE_JOINERS = ("还是", "或", "或者")  # of lexicon.joiners: the ones that offer a choice
+EITHER_JOINERS = ("或", "或者")  # … of which either one is asked about ("开着小夜灯或者大灯"), not which one (还是)
 SHORT_FOLLOW_UP = 12  # characters: a question this short without a subject of its own continues the last one
 _PUNCT = re.compile(r"^[\W_]+$")
 _ASKS_NUMBER = re.compile(r"^(?:多少|多久|多长|几[个次天日周月年岁级针点度])")
@@ -64,6 +65,7 @@ class Term:
     inherited: bool = False  # the previous question's subject, for a follow-up
     quoted: bool = False  # the asker put it in quotes (哪几个“不要”): the text's own word, whatever it is
     modifier: bool = False  # "X的Y": X says whose Y is asked (手术显微镜的脚踏), Y is what is asked about
+    either: str = ""  # "A或B": the term this one is an alternative to (B's is A); a text may name either
 
 
 @dataclass
@@ -310,7 +312,7 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon) -> str:
     """Sort tokens into terms, aspect cues and function words. Returns how the question points back: "refer"
     (它、其、这种… name the previous subject), "switch" (那、还有… move to a new one) or ""."""
     stopwords = get_tokenizer().stopwords
-    marker, skip = "", False
+    marker, skip, offered = "", False, ""
     for index, token in enumerate(tokens):
         if skip:
             skip = False
@@ -336,6 +338,7 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon) -> str:
             between = before_term and bool(after) and after not in lex.ask_cues
             ask.joined = ask.joined or between
             ask.choice = ask.choice or (between and token in CHOICE_JOINERS)
+            offered = ask.terms[-1].text if between and token in EITHER_JOINERS else ""
             continue
         if token in lex.split_words:
             ask.each = True
@@ -355,9 +358,15 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon) -> str:
             continue
         if any(t.text == token for t in ask.terms):
             continue
-        ask.terms.append(Term(token, lex.variants(token), entity=lowered in lex.entities, generic=token in lex.generic))
+        term = Term(token, lex.variants(token), entity=lowered in lex.entities, generic=token in lex.generic)
+        term.either, offered = offered, ""
+        ask.terms.append(term)
     if ask.joined and len(ask.subjects) < 2:
         ask.joined = ask.choice = False
+    subjects = {t.text for t in ask.subjects}
+    offers = [(t.either, t.text) for t in ask.terms if t.either]
+    if offers and not any(a in subjects and b in subjects for a, b in offers):
+        ask.joined = ask.choice = False  # "开着小夜灯或者大灯睡觉": either of two settings, not a choice of subjects
     if ask.choice and not ask.aspects:  # "散瞳验光用环喷托酯还是阿托品？" asks when each is the one to use
         _add_cue(ask, "比较", lex)
     return marker

@@ -54,6 +54,7 @@ OPENING_SENTENCES = (
     3  # a section's opening (its heading line, then two sentences) read for what its later passages are about …
 )
 OPENING_CHARS = 200  # … up to this many characters
+OWN_CUE_BONUS = 0.03  # a unit naming the aspect in the asker's own word, over one naming it otherwise
 ECHO_WEIGHT = 0.3  # how much an extract's restating the question's own words counts
 FOREIGN_SHARE = 0.3  # a unit with fewer Chinese characters than this among its letters is in another language
 LABEL_HEADING_CHARS = 12  # a heading this short labels its section's aspect
@@ -130,6 +131,7 @@ class Weighted:
     tokens: list[str]  # sub-words: a partial match
     unseen: bool = False  # no name of it occurs anywhere in the KB
     common: bool = False  # in TOPIC_SHARE of the KB's passages or more: what the library is about
+    alternatives: list[Weighted] = field(default_factory=list)  # "A或B": the other, which a passage may name instead
 
 
 def judge(
@@ -227,11 +229,22 @@ def _weigh(terms: list[Term], stats: TermStats) -> list[Weighted]:
             elif w.unseen:
                 w.weight = min(w.weight, UNSEEN_CAP * heaviest_known)
     _cap_wording(weighted, tokenizer)
+    _link_alternatives(weighted)
     heaviest = max((w.weight for w in weighted), default=0.0)
     for w in weighted:
         if w.term.quoted:  # the asker quotes the text: its word weighs as much as any
             w.weight = heaviest
     return weighted
+
+
+def _link_alternatives(weighted: list[Weighted]) -> None:
+    """ "开着小夜灯或者大灯睡觉" asks of either: a passage naming one of them (夜明灯, not 大灯) is about what is
+    asked."""
+    by_text = {w.term.text: w for w in weighted}
+    for w in weighted:
+        if (other := by_text.get(w.term.either)) is not None:
+            w.alternatives.append(other)
+            other.alternatives.append(w)
 
 
 def _cap_wording(weighted: list[Weighted], tokenizer) -> None:
@@ -328,9 +341,11 @@ def _coverage(terms: list[Weighted], text: str, headings: str = "") -> float:
     """The share of the question's term weight the text covers (a term whose broader subject titles the passage's
     document or section counts as covered there). A term the library is about (in a good share of its passages:
     近视 in a library of one document on red light for myopia) is what every passage is about; one that does not
-    repeat it is not the less relevant for that."""
+    repeat it is not the less relevant for that. Nor is one that names the other of "A或B" for missing A."""
     found = [(w, _matched(w, text, headings)) for w in terms]
-    total = sum(w.weight for w, m in found if m or not w.common) or 1.0
+    named = {id(w) for w, m in found if m}
+    # "小夜灯或者大灯": a passage naming one of the two does not miss the other
+    total = sum(w.weight for w, m in found if m or not (w.common or named & set(map(id, w.alternatives)))) or 1.0
     return sum(w.weight * m for w, m in found) / total
 
 
@@ -408,7 +423,10 @@ def _may_decide(weighted: Weighted) -> bool:
 
 
 def _covers_decisive(decisive: list[Weighted], scope: str, headings: str = "") -> bool:
-    return all(_matched(w, scope, headings) == 1.0 or _head_matched(w, scope) for w in decisive)
+    def named(w: Weighted) -> bool:
+        return _matched(w, scope, headings) == 1.0 or _head_matched(w, scope)
+
+    return all(named(w) or any(map(named, w.alternatives)) for w in decisive)
 
 
 def _section_scope(hit: Hit, path: list[str], opening: str) -> str:
@@ -533,6 +551,8 @@ def _unit_score(
         in_unit = set()  # under "适用人群", a sentence saying 不适合 … does not make the section a 禁忌证 one
     if in_unit:
         score += 0.25
+        if _says_as_asked(ask, part, lowered, lex):
+            score += OWN_CUE_BONUS
     elif over:
         score += 0.15
     if ask.wants_number and _DIGIT.search(text):
@@ -552,6 +572,11 @@ def _unit_score(
         score -= 0.2  # a Chinese question is answered in Chinese where the text says it both ways (a quote, then 译文)
     named = next((a for a in part.aspects if a in in_unit | over), "")
     return score, named, bool(over)
+
+
+def _says_as_asked(ask: Ask, part: Part, text: str, lex: Lexicon) -> bool:
+    """The unit says the aspect in the question's own word (不推荐 for "不推荐用哪个", not only 禁忌证)."""
+    return any(len(c) >= 2 and lex.aspect_of(c) in part.aspects and c.lower() in text for c in ask.cues)
 
 
 def _is_reference(text: str, path: list[str]) -> bool:
@@ -628,7 +653,7 @@ def _answers_number(ask: Ask, text: str, about: str, decisive: list[Weighted], l
     """The unit gives a number of the kind asked (2至3周 for 多久, 0.5 mg for 剂量), in a section that names what was
     asked (`about`)."""
     lowered = about.lower()
-    if decisive and not all(match(w, lowered) == 1.0 for w in decisive):
+    if not all(match(w, lowered) == 1.0 or any(match(a, lowered) == 1.0 for a in w.alternatives) for w in decisive):
         return False
     return _number_of_kind(ask, text, lex)
 

@@ -113,11 +113,13 @@ def _lines(paragraph) -> list[str]:
 
 
 def _first_line_title(document: LoadedDocument) -> str:
-    """A page without <title> or <h1> (a CMS fragment) that opens with a short line, not a sentence: its title."""
+    """A page without <title> or <h1> (a CMS fragment) that opens with a short line, not a sentence: its title. A
+    health page is often titled by the question it answers ("斜视手术有什么风险和后遗症？"); a reader's question
+    quoted first ("问：…？") is not a title."""
     first = document.text.lstrip().split("\n", 1)[0].strip()
-    if first and len(first) <= TITLE_LINE_CHARS and not first.endswith(("。", "！", "？", ".", "：", ":")):
-        return first
-    return ""
+    if not first or len(first) > TITLE_LINE_CHARS or first.endswith(("。", "！", ".", "：", ":")):
+        return ""
+    return "" if first.endswith(("？", "?")) and first.startswith(("问：", "问:")) else first
 
 
 def _page_title(markup: str) -> str:
