@@ -462,3 +462,28 @@ async def test_the_name_of_the_field_does_not_decide_in_its_own_library(tmp_path
     service = library(tmp_path, {"就医须知（演示）.md": EMERGENCY})
     lead = tldr((await service.ask("眼科真正需要挂急诊的病有哪些？")).answer)
     assert "视网膜中央动脉阻塞" in lead, lead
+
+
+DEVICES = """# 角膜曲率测量（演示）
+
+【演示材料】仅用于软件测试，不可用于临床决策。
+
+## 测量设备
+
+角膜曲率计和多数电脑验光仪测量的只是角膜前表面的曲率，它们看不到角膜后表面。
+
+能够测量角膜后表面的设备并不多，
+
+- 基于Scheimpflug成像的眼前节分析系统
+- 前节OCT
+
+选择设备时还要考虑检查时间和费用。
+"""
+
+
+async def test_a_list_is_read_with_the_line_that_leads_into_it(tmp_path):
+    """ "哪些设备能测量角膜后表面？" is answered by the list under "能够测量角膜后表面的设备并不多，", whose items do
+    not repeat the question's words, not by the sentence that repeats them and names none."""
+    service = library(tmp_path, {"角膜曲率测量（演示）.md": DEVICES})
+    lead = tldr((await service.ask("哪些设备能测量角膜后表面？")).answer)
+    assert "前节OCT" in lead and "Scheimpflug" in lead, lead

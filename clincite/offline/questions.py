@@ -42,6 +42,7 @@ OWNERS = {
     "家长说",
 }  # "那HAL呢？": the previous question, asked of a new subject
 CHOICE_JOINERS = ("还是", "或", "或者")  # of lexicon.joiners: the ones that offer a choice
+MANY_WORDS = ("哪些", "哪几个", "哪几种", "哪几类", "有几种")  # of lexicon.function_words: they ask for several things
 EITHER_JOINERS = ("或", "或者")  # … of which either one is asked about ("开着小夜灯或者大灯"), not which one (还是)
 SHORT_FOLLOW_UP = 12  # characters: a question this short without a subject of its own continues the last one
 _PUNCT = re.compile(r"^[\W_]+$")
@@ -80,6 +81,7 @@ class Ask:
     joined: bool = False  # "A和B": two subjects joined
     choice: bool = False  # "A还是B": which of them (for whom, when): what tells them apart
     each: bool = False  # "分别、各自": every subject (or aspect) answered on its own
+    many: bool = False  # "哪些设备…": the answer is several things, typically a list
 
     @property
     def wants_number(self) -> bool:
@@ -347,6 +349,7 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon) -> str:
             _add_cue(ask, token, lex)
             continue
         if token in lex.function_words:  # 能不能 is a question word, not 不能 (禁忌证)
+            ask.many = ask.many or token in MANY_WORDS
             continue
         if _COUNT_WORD.match(token):  # "最常见的三类问题": a text counts its list its own way (三大问题), or not at all
             continue

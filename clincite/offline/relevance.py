@@ -64,6 +64,7 @@ TOGETHER_CHARS = 14  # the words of a compound subject start this close to each 
 RUN_CHARS = 260  # a unit takes the sentences that carry on its answer along, up to about this many characters
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述", "这些", "但", "而")
 QUOTES = " “\"「『‘'"  # a sentence quoted ("“这个疾病…”") refers back all the same
+LEADS_INTO = ("：", ":", "，", ",")  # a line ending so carries on into the list below it
 ANNOUNCES = ("以下", "如下", "下列", "包括", "分为", "有几点", "几种")  # the answer follows this sentence
 CARRY_ON = ("另外", "此外", "同时", "并且", "而且", "其中", "因此", "所以", "但", "①", "②", "③", "1.", "2.", "3.")
 _NUMBER_GAP = r"[\d.,，～~至到\-–—一二三四五六七八九十两半百千万个多余左右约\s]{0,8}?"  # 1至3个、两三
@@ -539,7 +540,10 @@ def _unit_score(
     context = " ".join([hit.title, *path, opening if path == list(hit.heading_path) else ""]).lower()
     if _refers_back(text):  # "这个疾病如果在出生1个月…": what it names is the sentence before it
         context = f"{context} {_sentence_before(hit.text, unit.start).lower()}"
-    score = 0.7 * _coverage(terms, f"{context} {lowered}") + 0.1 * _coverage(terms, lowered)
+    own = lowered
+    if unit.kind == "list":  # "能够测量角膜后表面的设备并不多，" and its list say one thing
+        own = f"{_lead_in(hit.text, unit.start).lower()} {lowered}"
+    score = 0.7 * _coverage(terms, f"{context} {own}") + 0.1 * _coverage(terms, own)
     in_unit = set(part.aspects) & lex.passage_aspects(text)
     if "定义" in part.aspects and _defines(ask, part, text):
         in_unit.add("定义")
@@ -559,7 +563,7 @@ def _unit_score(
         score += 0.15
         if _number_of_kind(ask, text, lex):  # 两三年 for 多久, not the 两个度数 of a sentence on another matter
             score += 0.05
-    if set(part.aspects) & lex.list_aspects and unit.kind == "list":
+    if (ask.many or set(part.aspects) & lex.list_aspects) and unit.kind == "list":
         score += 0.1
     stripped = text.rstrip()
     if stripped.endswith(("：", ":")):  # a lead-in whose list is not in this passage
@@ -585,6 +589,13 @@ def _is_reference(text: str, path: list[str]) -> bool:
 
 def _refers_back(text: str) -> bool:
     return text.lstrip(QUOTES).startswith(PRONOUN_START)
+
+
+def _lead_in(text: str, start: int) -> str:
+    """The line just before a list when it leads into it: it ends unfinished ("：", "，") or announces what follows
+    (以下、包括); else ""."""
+    line = text[:start].rstrip().rsplit("\n", 1)[-1].strip()
+    return line if line.endswith(LEADS_INTO) or any(word in line for word in ANNOUNCES) else ""
 
 
 def _sentence_before(text: str, start: int) -> str:
