@@ -487,3 +487,16 @@ async def test_a_list_is_read_with_the_line_that_leads_into_it(tmp_path):
     service = library(tmp_path, {"角膜曲率测量（演示）.md": DEVICES})
     lead = tldr((await service.ask("哪些设备能测量角膜后表面？")).answer)
     assert "前节OCT" in lead and "Scheimpflug" in lead, lead
+
+
+def test_a_name_and_its_abbreviation_in_brackets_are_one_term():
+    """ "人工晶体闪辉（glistening）" names one thing twice: counted twice, it outweighs the rest of the question."""
+    from clincite.offline import analyse
+
+    asked = [
+        ("人工晶体闪辉（glistening）会影响视力吗？", "闪辉"),
+        ("带状疱疹后神经痛（PHN）怎么治疗？", "带状疱疹后神经痛"),
+    ]
+    for question, name in asked:
+        terms = [t.text for t in analyse(question).terms]
+        assert name in terms and not {"glistening", "PHN"} & set(terms), terms

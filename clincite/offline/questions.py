@@ -359,8 +359,8 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon) -> str:
             token, lowered = token[: -len(cue)], token[: -len(cue)].lower()
         if not token or token in lex.function_words or token in stopwords or lowered in stopwords:
             continue
-        if any(t.text == token for t in ask.terms):
-            continue
+        if any(t.text == token or lowered in t.variants for t in ask.terms):
+            continue  # "人工晶体闪辉（glistening）", "带状疱疹后神经痛（PHN）": one concept, named twice
         term = Term(token, lex.variants(token), entity=lowered in lex.entities, generic=token in lex.generic)
         term.either, offered = offered, ""
         ask.terms.append(term)
