@@ -500,3 +500,14 @@ def test_a_name_and_its_abbreviation_in_brackets_are_one_term():
     for question, name in asked:
         terms = [t.text for t in analyse(question).terms]
         assert name in terms and not {"glistening", "PHN"} & set(terms), terms
+
+
+def test_rather_good_is_not_a_comparison():
+    """ "一般几岁做比较好？" after a question on 斜视手术 asks at what age to have it: 比较 before an adjective says
+    how good, it compares nothing; the question names no subject of its own and carries on the last one."""
+    from clincite.offline import analyse
+
+    follow_up = analyse("一般几岁做比较好？", ["斜视手术有什么风险？"])
+    assert follow_up.follow_up and follow_up.aspects == [] and follow_up.quantity == "年龄"
+    assert "斜视" in [t.text for t in follow_up.terms]
+    assert analyse("阿托品和OK镜比较哪个好？").aspects == ["区别"]

@@ -42,6 +42,7 @@ OWNERS = {
     "家长说",
 }  # "那HAL呢？": the previous question, asked of a new subject
 CHOICE_JOINERS = ("还是", "或", "或者")  # of lexicon.joiners: the ones that offer a choice
+DEGREE_ADVERBS = ("比较",)  # of lexicon.ask_cues: before an adjective an adverb of degree, not a comparison
 MANY_WORDS = ("哪些", "哪几个", "哪几种", "哪几类", "有几种")  # of lexicon.function_words: they ask for several things
 EITHER_JOINERS = ("或", "或者")  # … of which either one is asked about ("开着小夜灯或者大灯"), not which one (还是)
 SHORT_FOLLOW_UP = 12  # characters: a question this short without a subject of its own continues the last one
@@ -345,6 +346,8 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon) -> str:
         if token in lex.split_words:
             ask.each = True
             continue
+        if token in DEGREE_ADVERBS and index + 1 < len(tokens) and get_tokenizer().is_adjective(tokens[index + 1]):
+            continue  # "几岁做比较好": 比较 says how good, it compares nothing
         if token in lex.ask_cues and not _verb_with_object(token, tokens[index + 1 : index + 2], lex):
             _add_cue(ask, token, lex)
             continue

@@ -83,14 +83,22 @@ class Tokenizer:
 
     def is_noun(self, word: str) -> bool:
         """jieba's part of speech says the word names a thing (n, nr, nz, ns, nt, t …), not an action or a number."""
+        if word in self.medical_terms:
+            return True
+        flags = self._flags(word)
+        return bool(flags) and flags[-1][:1] in NOUN_TAGS
+
+    def is_adjective(self, word: str) -> bool:
+        """jieba's part of speech says the word describes (好、合适、安全): a, ad, an."""
+        flags = self._flags(word)
+        return bool(flags) and all(flag.startswith("a") for flag in flags)
+
+    def _flags(self, word: str) -> list[str]:
         if self._pos is None:
             import jieba.posseg
 
             self._pos = jieba.posseg.POSTokenizer(self._jieba)
-        if word in self.medical_terms:
-            return True
-        flags = [flag for _, flag in self._pos.lcut(word)]
-        return bool(flags) and flags[-1][:1] in NOUN_TAGS
+        return [flag for _, flag in self._pos.lcut(word)]
 
     def general_rarity(self, word: str) -> float:
         """How rare the word is in general Chinese (jieba's dictionary frequencies): ln(total / (freq + 1)); ~6 for
