@@ -68,6 +68,9 @@ LEADS_INTO = ("：", ":", "，", ",")  # a line ending so carries on into the li
 ANNOUNCES = ("以下", "如下", "下列", "包括", "分为", "有几点", "几种")  # the answer follows this sentence
 CARRY_ON = ("另外", "此外", "同时", "并且", "而且", "其中", "因此", "所以", "但", "①", "②", "③", "1.", "2.", "3.")
 _NUMBER_GAP = r"[\d.,，～~至到\-–—一二三四五六七八九十两半百千万个多余左右约\s]{0,8}?"  # 1至3个、两三
+# An interview or a Q&A page: "[网友乖乖女]问：…" asks, "[嘉宾江睿]答：…" answers (also 问：/答：, 患者问：)
+_QUESTION_LINE = re.compile(r"^\s*(?:[\[【][^\]】\n]{0,16}[\]】])?\s*[^\s：:。，]{0,8}?问\s*[：:]")
+_ANSWER_LINE = re.compile(r"^\s*(?:[\[【][^\]】\n]{0,16}[\]】])?\s*[^\s：:。，]{0,8}?答\s*[：:]")
 _NUMBER = re.compile(r"^[\d.%％]+$")
 _REFERENCES_HEADING = re.compile(r"^(?:参考文献|引用文献|文献|references?|bibliography)[:：]?$", re.I)
 _ENUMERATED = re.compile(
@@ -536,10 +539,14 @@ def _unit_score(
         return None
     if _is_reference(text, path):
         return None  # a reference list names the topic of every study it cites and answers nothing
+    if _QUESTION_LINE.match(_line_of(hit.text, unit.start)):
+        return None  # a reader's question on a Q&A page ("[网友]问：…") is what was asked, never evidence
     lowered = text.lower()
     context = " ".join([hit.title, *path, opening if path == list(hit.heading_path) else ""]).lower()
     if _refers_back(text):  # "这个疾病如果在出生1个月…": what it names is the sentence before it
         context = f"{context} {_sentence_before(hit.text, unit.start).lower()}"
+    elif _ANSWER_LINE.match(_line_of(hit.text, unit.start)):  # "[嘉宾]答：…" answers the "[网友]问：…" before
+        context = f"{context} {_question_before(hit.text, unit.start).lower()}"  # it, which names what
     own = lowered
     if unit.kind == "list":  # "能够测量角膜后表面的设备并不多，" and its list say one thing
         own = f"{_lead_in(hit.text, unit.start).lower()} {lowered}"
@@ -596,6 +603,19 @@ def _lead_in(text: str, start: int) -> str:
     (以下、包括); else ""."""
     line = text[:start].rstrip().rsplit("\n", 1)[-1].strip()
     return line if line.endswith(LEADS_INTO) or any(word in line for word in ANNOUNCES) else ""
+
+
+def _line_of(text: str, start: int) -> str:
+    """The line (up to its first RUN_CHARS characters) in which `start` stands."""
+    begin = text.rfind("\n", 0, start) + 1
+    return text[begin : begin + RUN_CHARS]
+
+
+def _question_before(text: str, start: int) -> str:
+    """In a question-and-answer page, the question line an answer line replies to ("" when none is close)."""
+    window = text[max(0, text.rfind("\n", 0, start) - RUN_CHARS) : text.rfind("\n", 0, start) + 1]
+    lines = [line for line in window.split("\n") if _QUESTION_LINE.match(line)]
+    return lines[-1] if lines else ""
 
 
 def _sentence_before(text: str, start: int) -> str:
