@@ -529,3 +529,31 @@ async def test_on_a_question_and_answer_page_the_answer_is_the_reply_not_the_que
     service = library(tmp_path, {"眼科专家在线答疑（演示）.html": INTERVIEW})
     lead = tldr((await service.ask("孩子眼睛发红发痒是什么原因？")).answer)
     assert "过敏性结膜炎" in lead and "请问" not in lead, lead
+
+
+INDEX_PAGE = """# 科普文章目录（演示）
+
+【演示材料】仅用于软件测试，不可用于临床决策。
+
+## 麦粒肿
+
+- 指甲上画十字能治疗麦粒肿？
+- 麦粒肿反复长怎么办？
+"""
+
+EYELID = """# 儿童眼保健（演示）
+
+【演示材料】仅用于软件测试，不可用于临床决策。
+
+## 眼皮长包
+
+麦粒肿又叫睑腺炎，是眼睑腺体的急性化脓性炎症。早期可以热敷，并在医生指导下使用抗生素滴眼液或眼膏；如果脓肿成熟、皮肤变薄，应到医院切开排脓，不要自行挤压。
+"""
+
+
+async def test_an_index_of_titles_under_the_subjects_heading_does_not_outrank_the_answer(tmp_path):
+    """A table of contents files article titles under "麦粒肿": it is about the subject, but a title that asks a
+    question answers nothing; the section that says what to do does."""
+    service = library(tmp_path, {"科普文章目录（演示）.md": INDEX_PAGE, "儿童眼保健（演示）.md": EYELID})
+    lead = tldr((await service.ask("孩子长麦粒肿怎么办？")).answer)
+    assert "热敷" in lead or "切开排脓" in lead, lead

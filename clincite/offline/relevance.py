@@ -539,6 +539,8 @@ def _unit_score(
         return None
     if _is_reference(text, path):
         return None  # a reference list names the topic of every study it cites and answers nothing
+    if all(line.rstrip().endswith(("？", "?")) for line in text.split("\n") if line.strip()):
+        return None  # a question, or a list of them (an index of article titles), answers nothing
     if _QUESTION_LINE.match(_line_of(hit.text, unit.start)):
         return None  # a reader's question on a Q&A page ("[网友]问：…") is what was asked, never evidence
     lowered = text.lower()
@@ -575,8 +577,6 @@ def _unit_score(
     stripped = text.rstrip()
     if stripped.endswith(("：", ":")):  # a lead-in whose list is not in this passage
         score -= 0.3
-    if stripped.endswith(("？", "?")):  # the text asking the question ("老年性白内障能预防吗？") is no answer
-        score -= 0.35
     if unit.kind == "sentence" and len(stripped) < LABEL_CHARS and stripped[-1] not in "。！!.；;）)”":
         score -= 0.25  # a short line without an ending: a heading or a label the loader could not mark
     if _cjk_share(text) < FOREIGN_SHARE <= _cjk_share(ask.question):
@@ -751,8 +751,11 @@ def _with_context(
 
 
 def _pick(found: list[Evidence]) -> list[Evidence]:
-    if any(e.about for e in found):  # the document or section about the subject beats one that mentions it
-        found = [e for e in found if e.about]
+    about = [e for e in found if e.about]
+    # The document or section about the subject beats one that mentions it, unless what it has is far weaker (an
+    # index page's list of article titles under the subject's heading, against a passage that answers)
+    if about and about[0].score >= RELATIVE_FLOOR * found[0].score:
+        found = about
     picked: list[Evidence] = []
     for evidence in found:
         if picked and evidence.score < RELATIVE_FLOOR * picked[0].score:
