@@ -557,3 +557,10 @@ async def test_an_index_of_titles_under_the_subjects_heading_does_not_outrank_th
     service = library(tmp_path, {"科普文章目录（演示）.md": INDEX_PAGE, "儿童眼保健（演示）.md": EYELID})
     lead = tldr((await service.ask("孩子长麦粒肿怎么办？")).answer)
     assert "热敷" in lead or "切开排脓" in lead, lead
+
+
+async def test_how_old_is_answered_by_the_age_the_text_gives(tmp_path):
+    """ "孩子多大可以戴OK镜？" asks an age: search looks where the text gives one (年龄、岁), here under 适应证."""
+    service = library(tmp_path, with_sample_kb())
+    lead = tldr((await service.ask("孩子多大可以戴OK镜？")).answer)
+    assert "8岁及以上" in lead, lead

@@ -115,6 +115,7 @@ class Ask:
         rest = [t.text for t in self.terms if t not in chosen and (subjects is None or t not in self.subjects)]
         rest.sort(key=lambda word: word not in self.resolved)  # the question's own order, inherited words first
         rest += [c for c in self.cues if lex.aspect_of(c) == aspect and c != aspect] if aspect else []
+        rest += lex.quantity_search.get(self.quantity, [])  # "孩子多大可以戴OK镜": where the text gives an age
         return " ".join(dict.fromkeys(w for w in [head, *rest] if w)) or self.resolved
 
     def _heads(self) -> list[Term]:
