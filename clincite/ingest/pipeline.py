@@ -48,9 +48,10 @@ VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole
 # differently (2: <br/> lines of web pages as paragraphs, Markdown structure, list and table units; 3: PDF pages
 # whose positional reading is garbled read in drawing order, PDFs pdfminer finds no pages in repaired by pypdf; 4: PDF
 # running headers and footers dropped from pages read in drawing order and where a two-column crop cuts them, margins
-# measured on the crop box; 5: a web page without <title> titled by the question it opens with): the next ingest of
-# an existing KB reads every file again, so an upgrade's better reading reaches the documents.
-READER_VERSION = 5
+# measured on the crop box; 5: a web page without <title> titled by the question it opens with; 6: PDF three-line
+# tables read as rows with their captions): the next ingest of an existing KB reads every file again, so an
+# upgrade's better reading reaches the documents.
+READER_VERSION = 6
 READER_KEY = "reader_version"
 
 Status = Literal["added", "updated", "unchanged", "skipped", "removed", "would-remove"]

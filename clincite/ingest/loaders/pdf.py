@@ -8,7 +8,9 @@ What a guideline PDF needs that plain text extraction loses:
 - a line wrap inside a sentence is not a sentence end: lines are joined into paragraphs (with no space between
   Chinese characters), also across a page break when the sentence goes on;
 - headings come from the PDF outline (bookmarks) when there is one, else from the layout (larger font);
-- ruled tables become one line per row ("列名：值 | 列名：值") and their cells are not read twice.
+- ruled tables become one line per row ("列名：值 | 列名：值") and their cells are not read twice; so do three-line
+  tables (三线表: a top rule, a rule under the header, a bottom rule, no vertical rules), found by their rules and the
+  "表 N" caption above them, their columns read from the empty strips between the cells, the caption a line of its own.
 """
 
 from __future__ import annotations
@@ -22,7 +24,14 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from clincite.ingest.loaders.base import DocumentBuilder, LoadedDocument, SkipFile, clean_line, ordinal_heading_level
+from clincite.ingest.loaders.base import (
+    DocumentBuilder,
+    LoadedDocument,
+    SkipFile,
+    clean_line,
+    ordinal_heading_level,
+    strip_markers,
+)
 from clincite.ingest.progress import report_pages
 from clincite.text.tokenizer import get_tokenizer
 
@@ -57,6 +66,21 @@ MAX_RUNNING_CHARS = 150  # a running header or footer is one printed line (a jou
 # carry the same header with the number on the other side, and the digits are already "#" in the key.
 _PAGE_MARKS = re.compile(r"^[#·•∙\-—–|]+|[#·•∙\-—–|]+$")
 _WORD = re.compile(r"[^\W\d_]")  # a letter or a Chinese character
+# Three-line tables (三线表): horizontal rules only, so pdfplumber's default finder (which needs vertical lines too)
+# misses them and their cells come out as running text, every cell of the table glued into one line.
+CAPTION = re.compile(r"^续?表\s*[A-Za-z]?\d+")  # "表 6 糖尿病性…", "续表 3"; a table without one is not looked for
+NOTE = re.compile(r"^(注|说明|Note)", re.I)  # the note under a table: the table ended at the rule above it
+MIN_RULE_SHARE = 0.2  # of the page width: shorter rules underline a heading or open the footnotes, not a table
+RULE_ALIGN = 3.0  # points: the rules of one table start and end this close to each other
+RULE_MERGE = 1.5  # points: edges this close vertically are one rule (a thin filled rectangle has two)
+CAPTION_REACH = 2.5  # type sizes: a caption sits this close above its table's top rule
+CELL_GAP = 0.5  # type sizes: an empty vertical strip this wide, down every line of the table, separates columns
+WORD_SPACE = 0.15  # type sizes: characters further apart than this have a space between them
+SUPERSCRIPT = 0.8  # of the type size: smaller characters are superscripts (citations), hung on their line
+SUBSCRIPT_DROP = 0.3  # type sizes: how far a subscript may reach below its line's foot
+WRAP_MARGIN = 1.2  # type sizes: a cell's line ending this close to its column's right edge may wrap on
+MIN_WRAP_WIDTH = 3.0  # type sizes: narrower columns hold codes and figures, not text that wraps
+ROW_GAP = 0.3  # type sizes: a line this much further below the last than the table's closest lines starts a row
 
 
 @dataclass
@@ -78,6 +102,17 @@ class Table:
     top: float
     rows: list[list[str]]
     column: int = 0
+    x0: float = 0.0
+    caption: str = ""  # "表 6 …" of a three-line table: a line of its own before the rows
+
+
+@dataclass
+class Rule:
+    """A horizontal rule of the page (no vertical rules: a three-line table's)."""
+
+    top: float
+    x0: float
+    x1: float
 
 
 def load_pdf(path: Path) -> LoadedDocument:
@@ -96,7 +131,7 @@ def load_pdf(path: Path) -> LoadedDocument:
                 lines, tables, margin = _read_page(page, number)
                 plain = _pypdf_text(reader, number)
                 if _garbled(" ".join(line.text for line in lines), plain):
-                    lines, tables = _plain_lines(plain, number), []
+                    lines, tables = _lifted_tables(_plain_lines(plain, number), tables)
                     margin = lines[:EDGE_LINES] + lines[EDGE_LINES:][-EDGE_LINES:]
                 pages.append((lines, tables))
                 edges.append(margin)
@@ -162,6 +197,34 @@ def _wordlike(text: str) -> float | None:
     return in_words / chinese
 
 
+def _lifted_tables(lines: list[Line], tables: list[Table]) -> tuple[list[Line], list[Table]]:
+    """A page read in drawing order keeps its captioned tables: from a table's caption line on, the lines that are
+    its cells' text are dropped and the table stands where its caption was. Ruled tables (no caption to find them
+    by) and tables whose caption is not a line of their own are left as pypdf's text."""
+    captioned = {_bare(table.caption): table for table in tables if table.caption}
+    kept: list[Line] = []
+    placed: list[Table] = []
+    table_text = ""
+    for line in lines:
+        bare = _bare(line.text)
+        if bare in captioned and captioned[bare] not in placed:
+            table = captioned[bare]
+            table.top, table.column = line.top, 0
+            placed.append(table)
+            table_text = _bare("".join(cell for row in table.rows for cell in row))
+        elif bare and table_text and bare in table_text:
+            continue  # a cell of the open table
+        else:
+            table_text = ""
+            kept.append(line)
+    return kept, placed
+
+
+def _bare(text: str) -> str:
+    """Text without spaces or citation markers, to match pypdf's lines to a table's cells."""
+    return re.sub(r"\s+", "", strip_markers(text))
+
+
 def _plain_lines(text: str, number: int) -> list[Line]:
     """pypdf's lines of a page, in order (no positions or sizes: headings come from the outline or their numbering)."""
     lines = []
@@ -182,13 +245,17 @@ def _read_page(page, number: int) -> tuple[list[Line], list[Table], list[Line]]:
     for found in page.find_tables():
         rows = [[cell or "" for cell in row] for row in found.extract()]
         if rows and sum(1 for row in rows for cell in row if cell.strip()) >= 2:
-            tables.append(Table(float(found.bbox[1]), rows))
+            tables.append(Table(float(found.bbox[1]), rows, x0=float(found.bbox[0])))
             boxes.append(found.bbox)
-    regions = _columns(page)
+    for table, caption_box, box in _three_line_tables(page, list(boxes)):
+        tables.append(table)
+        boxes.append(box)
+        boxes.append(caption_box)  # the caption is read with its table, not as text (its box lies above the table)
+    regions = _columns(page, boxes)
     if len(regions) > 1:
         gutter = float(regions[1].bbox[0])
-        for table, box in zip(tables, boxes):
-            table.column = 1 if float(box[0]) >= gutter else 0
+        for table in tables:
+            table.column = 1 if table.x0 >= gutter else 0
     # Characters of one printed line may sit a few points apart (Latin glyphs of a Chinese journal's second font):
     # a tolerance near the type size keeps them on their line; lines themselves are a full leading apart.
     sizes = [float(c.get("size", 0)) for c in page.chars[:2000] if not c["text"].isspace()]
@@ -219,11 +286,339 @@ def _read_page(page, number: int) -> tuple[list[Line], list[Table], list[Line]]:
     return lines, tables, margin
 
 
-def _columns(page) -> list:
+def _three_line_tables(page, ruled: list) -> list[tuple[Table, tuple, tuple]]:
+    """The page's three-line tables (三线表) as (table, caption box, table box). A table is a run of rules of one width
+    and place, at least three (top, under the header, bottom), whose top rule has a "表 N" caption just above it; it
+    ends before the next captioned rule or a note ("注：…"). Without a caption nothing is a table: a rule above a
+    reference list or a page's header rule must not turn text into rows, and a false table is worse than none."""
+    chars = [c for c in page.chars if not c["text"].isspace()]
+    found = []
+    for group in _rule_groups(_rules(page, ruled)):
+        for rules, caption in _table_runs(group, chars):
+            rows = _three_line_rows(chars, rules)
+            if rows is None:
+                continue
+            text, caption_top, caption_bottom = caption
+            x0, x1 = rules[0].x0, rules[0].x1
+            table = Table(caption_top, rows, x0=x0, caption=text)
+            found.append((table, (x0, caption_top, x1, caption_bottom), (x0, rules[0].top, x1, rules[-1].top)))
+    return found
+
+
+def _rules(page, ruled: list) -> list[Rule]:
+    """Horizontal rules at least MIN_RULE_SHARE of the page wide, outside the ruled tables already found, each once
+    (a rule drawn as a thin filled rectangle has a top and a bottom edge)."""
+    rules: list[Rule] = []
+    for top, x0, x1 in _joined_segments(page):
+        if x1 - x0 < MIN_RULE_SHARE * float(page.width):
+            continue
+        if any(bx0 - 2 <= x0 and x1 <= bx1 + 2 and btop - 2 <= top <= bbottom + 2 for bx0, btop, bx1, bbottom in ruled):
+            continue
+        if any(abs(r.top - top) <= RULE_MERGE and _aligned(r, Rule(top, x0, x1)) for r in rules):
+            continue
+        rules.append(Rule(top, x0, x1))
+    return rules
+
+
+def _joined_segments(page) -> list[tuple[float, float, float]]:
+    """The page's horizontal edges as (top, x0, x1), pieces drawn end to end on one line joined (some typesetters
+    draw a table's rule column by column)."""
+    segments: list[list[float]] = []
+    edges = sorted((e for e in page.edges if e["orientation"] == "h"), key=lambda e: (float(e["top"]), float(e["x0"])))
+    for edge in edges:
+        top, x0, x1 = float(edge["top"]), float(edge["x0"]), float(edge["x1"])
+        last = segments[-1] if segments else None
+        if last and abs(last[0] - top) <= RULE_MERGE and last[1] - RULE_ALIGN <= x0 <= last[2] + RULE_ALIGN:
+            last[2] = max(last[2], x1)
+        else:
+            segments.append([top, x0, x1])
+    return [(top, x0, x1) for top, x0, x1 in segments]
+
+
+def _aligned(a: Rule, b: Rule) -> bool:
+    return abs(a.x0 - b.x0) <= RULE_ALIGN and abs(a.x1 - b.x1) <= RULE_ALIGN
+
+
+def _rule_groups(rules: list[Rule]) -> list[list[Rule]]:
+    """Rules of the same start and end, top to bottom: a table's rules span its width, and a two-column page has
+    tables in each column and across both."""
+    groups: list[list[Rule]] = []
+    for rule in rules:
+        group = next((g for g in groups if _aligned(g[0], rule)), None)
+        if group is None:
+            groups.append([rule])
+        else:
+            group.append(rule)
+    return [g for g in groups if len(g) >= 3]
+
+
+def _table_runs(group: list[Rule], chars: list) -> list[tuple[list[Rule], tuple[str, float, float]]]:
+    """The runs of rules in a group that are tables, each with its caption (text, top, bottom)."""
+    captions = [_caption_above(rule, chars) for rule in group]
+    runs = []
+    for start, caption in enumerate(captions):
+        if caption is None:
+            continue
+        run = [group[start]]
+        for rule, next_caption in zip(group[start + 1 :], captions[start + 1 :]):
+            if next_caption is not None or _note_between(run[-1], rule, chars):
+                break
+            run.append(rule)
+        if len(run) >= 3:
+            runs.append((run, caption))
+    return runs
+
+
+def _caption_above(rule: Rule, chars: list) -> tuple[str, float, float] | None:
+    """The "表 N …" line right above a rule, within its width: (text, top, bottom), or None."""
+    above = [c for c in chars if rule.x0 - 1 <= float(c["x0"]) and float(c["x1"]) <= rule.x1 + 1]
+    above = [c for c in above if float(c["bottom"]) <= rule.top + 1]
+    if not above:
+        return None
+    lowest = max(float(c["bottom"]) for c in above)
+    line = [c for c in above if _size(c) and lowest - float(c["bottom"]) <= 0.5 * _size(c)]
+    if not line:
+        return None
+    size = statistics.median(_size(c) for c in line)
+    if rule.top - lowest > CAPTION_REACH * size:
+        return None
+    text = _chars_text(line, size)
+    if not CAPTION.match(text):
+        return None
+    return text, min(float(c["top"]) for c in line), lowest
+
+
+def _note_between(upper: Rule, lower: Rule, chars: list) -> bool:
+    """Whether a line between two rules opens with "注" (a table's note: the table ended at the upper rule)."""
+    between = [c for c in chars if upper.top < _middle(c) < lower.top and upper.x0 - 1 <= float(c["x0"]) <= upper.x1]
+    return any(NOTE.match(_chars_text(line, _type_size(line))) for line in _char_lines(between))
+
+
+def _three_line_rows(chars: list, rules: list[Rule]) -> list[list[str]] | None:
+    """The table between the rules as rows, the header first; None when it does not read as a table (fewer than two
+    columns, no header, no row with two cells). Columns are the empty vertical strips down the body; a row is a body
+    line, with the lines that follow it closer than rows are set (a cell's wrapped text); a rule inside the body
+    also starts a row."""
+    x0, x1 = rules[0].x0 - 1, rules[0].x1 + 1
+    inside = [c for c in chars if x0 <= float(c["x0"]) and float(c["x1"]) <= x1]
+    header = [c for c in inside if rules[0].top < _middle(c) < rules[1].top]
+    body = [c for c in inside if rules[1].top < _middle(c) < rules[-1].top]
+    if not header or not body:
+        return None
+    size = _type_size(body)
+    columns = _unbridged(_cell_columns([c for c in body if _size(c) >= SUPERSCRIPT * size], size), body, size)
+    if len(columns) < 2:
+        return None
+    names = _header_names(header, columns, size)
+    rows = _body_rows(_char_lines(body), columns, size, [rule.top for rule in rules[2:-1]])
+    if sum(1 for name in names if name) < 2 or not any(sum(1 for cell in row if cell) >= 2 for row in rows):
+        return None
+    return [names, *rows]
+
+
+def _cell_columns(chars: list, size: float) -> list[tuple[float, float]]:
+    """The x-spans of a table's columns: the stretches between strips at least CELL_GAP type sizes wide that no
+    full-size character of the body touches (a superscript citation may hang into the strip)."""
+    spans = sorted((float(c["x0"]), float(c["x1"])) for c in chars)
+    columns = [list(spans[0])]
+    for x0, x1 in spans[1:]:
+        if x0 - columns[-1][1] >= CELL_GAP * size:
+            columns.append([x0, x1])
+        else:
+            columns[-1][1] = max(columns[-1][1], x1)
+    return [(a, b) for a, b in columns]
+
+
+def _unbridged(columns: list[tuple[float, float]], chars: list, size: float) -> list[tuple[float, float]]:
+    """The columns with those joined whose strip some line's text runs across unbroken: a superscript citation
+    between two words of one cell ("卡马西平［95,98］、奥卡西平") fills a strip no full-size character touches."""
+    inked = [_ink(line, size) for line in _char_lines(chars)]
+    joined = [columns[0]]
+    for column in columns[1:]:
+        left = joined[-1][1]
+        if any(x0 <= left and column[0] <= x1 for runs in inked for x0, x1 in runs):
+            joined[-1] = (joined[-1][0], column[1])
+        else:
+            joined.append(column)
+    return joined
+
+
+def _ink(line: list, size: float) -> list[tuple[float, float]]:
+    """The x-spans a line's characters cover, with gaps narrower than a word space closed."""
+    runs: list[list[float]] = []
+    for char in sorted(line, key=lambda c: float(c["x0"])):
+        x0, x1 = float(char["x0"]), float(char["x1"])
+        if runs and x0 - runs[-1][1] < WORD_SPACE * size:
+            runs[-1][1] = max(runs[-1][1], x1)
+        else:
+            runs.append([x0, x1])
+    return [(a, b) for a, b in runs]
+
+
+def _column_of(x: float, columns: list[tuple[float, float]]) -> int:
+    """The column whose slot (its span widened to the middle of the strips beside it) holds x."""
+    for index in range(len(columns) - 1):
+        if x < (columns[index][1] + columns[index + 1][0]) / 2:
+            return index
+    return len(columns) - 1
+
+
+def _header_names(chars: list, columns: list[tuple[float, float]], size: float) -> list[str]:
+    """Each column's name: the header pieces above it, top to bottom. A piece spanning several columns (a group
+    heading like "痛性多神经病变" over PDPN and CIPN) names each column whose middle it covers."""
+    pieces: list[list[str]] = [[] for _ in columns]
+    for line in _char_lines(chars):
+        for piece in _pieces(line, size):
+            start, end = float(piece[0]["x0"]), max(float(c["x1"]) for c in piece)
+            covered = [i for i, (a, b) in enumerate(columns) if start <= (a + b) / 2 <= end]
+            for index in covered or [_column_of((start + end) / 2, columns)]:
+                pieces[index].append(_chars_text(piece, size))
+    return [_join(names) if names else "" for names in pieces]
+
+
+def _pieces(line: list, size: float) -> list[list]:
+    """A line's characters cut where they are at least CELL_GAP type sizes apart (one header cell each)."""
+    ordered = sorted(line, key=lambda c: float(c["x0"]))
+    pieces = [[ordered[0]]]
+    for char in ordered[1:]:
+        if float(char["x0"]) - max(float(c["x1"]) for c in pieces[-1]) >= CELL_GAP * size:
+            pieces.append([char])
+        else:
+            pieces[-1].append(char)
+    return pieces
+
+
+def _body_rows(lines: list[list], columns: list[tuple[float, float]], size: float, breaks: list[float]) -> list:
+    """Body lines gathered into rows. A line goes on the row above when it is that row's wrapped text: its first
+    cell empty, its other cells under ones whose line ran to the column's edge, not set further below than the
+    table's closest lines (when its line pitches are of two kinds), no rule between. Any other line starts a row (a
+    sub-row of a grouped table: "钙离子通道药物" with 普瑞巴林, then 加巴喷丁 below with its own grades)."""
+    cells = [_line_cells(line, columns) for line in lines]
+    tops = [statistics.median(float(c["top"]) for c in _body_chars(line)) for line in lines]
+    pitches = [b - a for a, b in itertools.pairwise(tops)]
+    closest = min(pitches, default=0.0)
+    two_kinds = bool(pitches) and max(pitches) - closest > ROW_GAP * size
+    rows: list[list[list]] = []
+    for index, line_cells in enumerate(cells):
+        above = cells[index - 1] if index else []
+        wrapped = (
+            bool(rows)
+            and not line_cells[0]
+            and all(_runs_to_edge(above[i], columns[i], size) for i, cell in enumerate(line_cells) if cell)
+            and not (two_kinds and pitches[index - 1] > closest + ROW_GAP * size)
+            and not any(tops[index - 1] < rule < tops[index] for rule in breaks)
+        )
+        if not wrapped:
+            rows.append([[] for _ in columns])
+        for row_cell, cell in zip(rows[-1], line_cells):
+            row_cell.extend(cell)
+    return [[_cell_text(cell, size) for cell in row] for row in rows]
+
+
+def _runs_to_edge(cell: list, column: tuple[float, float], size: float) -> bool:
+    """Whether a cell's text ends at its column's right edge, so that it may go on in the line below. A column too
+    narrow for running text (a grade like "A1") never wraps: every cell of it ends at its edge."""
+    full = [c for c in cell if _size(c) >= SUPERSCRIPT * size]
+    return (
+        bool(full)
+        and column[1] - column[0] >= MIN_WRAP_WIDTH * size
+        and max(float(c["x1"]) for c in full) >= column[1] - WRAP_MARGIN * size
+    )
+
+
+def _line_cells(line: list, columns: list[tuple[float, float]]) -> list[list]:
+    """A line's characters by column. A superscript goes with the word it follows, whichever column its own middle
+    falls in (a long citation can reach past the strip)."""
+    size = _type_size(line)
+    cells: list[list] = [[] for _ in columns]
+    current = None
+    for char in sorted(line, key=lambda c: float(c["x0"])):
+        if current is None or _size(char) >= SUPERSCRIPT * size:
+            current = _column_of((float(char["x0"]) + float(char["x1"])) / 2, columns)
+        cells[current].append(char)
+    return cells
+
+
+def _cell_text(chars: list, size: float) -> str:
+    """A cell's text, its lines joined as a paragraph's are."""
+    return _join([_chars_text(line, size) for line in _char_lines(chars)]) if chars else ""
+
+
+def _char_lines(chars: list) -> list[list]:
+    """Characters gathered into printed lines, top to bottom. Full-size characters within LINE_TOLERANCE type sizes
+    of a line's first share it (a Latin font's glyphs may sit lower than the Chinese ones); a smaller one (a
+    citation's superscript "［95,98］", which may stand clear above its line) joins the first line that reaches down
+    to its foot."""
+    size = _type_size(chars)
+    full = [c for c in chars if _size(c) >= SUPERSCRIPT * size]
+    lines: list[list] = []
+    for char in sorted(full, key=_middle):
+        if lines and _middle(char) - _middle(lines[-1][0]) <= LINE_TOLERANCE * size:
+            lines[-1].append(char)
+        else:
+            lines.append([char])
+    if not lines:
+        return [chars] if chars else []
+    bottoms = [_line_bounds(line)[1] for line in lines]
+    for char in chars:
+        if _size(char) < SUPERSCRIPT * size:
+            foot = float(char["bottom"]) - SUBSCRIPT_DROP * size
+            lines[next((i for i, b in enumerate(bottoms) if b >= foot), len(lines) - 1)].append(char)
+    return lines
+
+
+def _line_bounds(line: list) -> tuple[float, float]:
+    """Top and bottom of a line's body: its full-size Chinese characters, else its full-size ones (a superscript
+    rises above the line; a Latin font's glyphs may sit lower than the Chinese ones)."""
+    main = _body_chars(line)
+    return min(float(c["top"]) for c in main), max(float(c["bottom"]) for c in main)
+
+
+def _body_chars(line: list) -> list:
+    size = _type_size(line)
+    full = [c for c in line if _size(c) >= SUPERSCRIPT * size] or line
+    return [c for c in full if "\u4e00" <= c["text"] <= "\u9fff"] or full
+
+
+def _chars_text(chars: list, size: float) -> str:
+    """Characters left to right as text: a space where they stand apart (words of Latin text, "表 6")."""
+    ordered = sorted(chars, key=lambda c: float(c["x0"]))
+    text = ordered[0]["text"] if ordered else ""
+    for before, char in itertools.pairwise(ordered):
+        text += (" " if float(char["x0"]) - float(before["x1"]) > WORD_SPACE * size else "") + char["text"]
+    return _join_cjk(clean_line(text))
+
+
+def _size(char) -> float:
+    return float(char.get("size") or 0.0)
+
+
+def _type_size(chars: list) -> float:
+    """The type size of a run of characters: the commonest among the full-size ones (superscripts are smaller and,
+    in a table of cited evidence, may outnumber the text)."""
+    largest = max((_size(c) for c in chars), default=0.0)
+    sizes = Counter(round(_size(c), 1) for c in chars if _size(c) >= SUPERSCRIPT * largest)
+    return sizes.most_common(1)[0][0] if sizes else 0.0
+
+
+def _middle(char) -> float:
+    return (float(char["top"]) + float(char["bottom"])) / 2
+
+
+def _columns(page, tables: list | None = None) -> list:
     """The page's text columns, left to right: two when an empty vertical strip runs down its middle (a journal's
-    two-column layout, which read line by line across the page would interleave both columns), else the page."""
+    two-column layout, which read line by line across the page would interleave both columns), else the page. The
+    cells of its tables (their boxes) do not count: a table set across both columns fills the strip."""
     width, height = float(page.width), float(page.height)
-    chars = [c for c in page.chars if not c["text"].isspace() and MARGIN * height < c["top"] < (1 - MARGIN) * height]
+    chars = [
+        c
+        for c in page.chars
+        if not c["text"].isspace()
+        and MARGIN * height < c["top"] < (1 - MARGIN) * height
+        and not any(
+            x0 <= c["x0"] and c["x1"] <= x1 and top <= c["top"] <= bottom for x0, top, x1, bottom in tables or []
+        )
+    ]
     if len(chars) < MIN_COLUMN_CHARS:
         return [page]
     bins = [0] * int(width // GUTTER_BIN + 1)
@@ -438,7 +833,9 @@ def _assemble(pages: list[tuple[list[Line], list[Table]]], fallback_title: str) 
                 continues = False
                 flush()
                 if isinstance(item, Table):
-                    builder.table(item.rows)
+                    if item.caption:
+                        builder.paragraph(item.caption)
+                    builder.table(_captioned(item))
                 else:
                     builder.heading(item.heading, item.text)
                 continue
@@ -460,6 +857,18 @@ def _assemble(pages: list[tuple[list[Line], list[Table]]], fallback_title: str) 
         else:
             continues = False
     return builder.build()
+
+
+def _captioned(table: Table) -> list[list[str]]:
+    """A captioned table's rows with the caption's title as their first cell ("表 6：糖尿病性周围神经病理性疼痛药物
+    治疗推荐 | 治疗推荐：一线治疗药物 | …"): tables 5, 6 and 7 of a guideline may have the same columns and row
+    names, and a row quoted alone must still say which table, and so which disease, it is about."""
+    number = CAPTION.match(table.caption)
+    title = table.caption[number.end() :].strip() if number else ""
+    if not title or len(table.rows) < 2:
+        return table.rows
+    header, *rows = table.rows
+    return [[number.group(0).strip(), *header], *[[title, *row] for row in rows]]
 
 
 def _usual_gap(lines: list[Line]) -> float:
