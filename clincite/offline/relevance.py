@@ -47,6 +47,7 @@ COMMON_RARITY = 7.5  # general-Chinese rarity (Tokenizer.general_rarity) at or b
 SPECIFIC_SPAN = 5.0  # … and how much rarer it must be to count fully (需要 7.7 → 0.25, 手术 9.8 → 0.46, 青光眼 → 1)
 EVERY_KINDS = ("时间", "次数")  # the quantities "每 + unit" gives (每年一次, 每晚)
 WEAK_BM25 = 2.0  # a best BM25 score below this is normalised by it: the search bonus shrinks with the signal
+ABOUT_SHARE = 0.9  # the section about the subject beats one that only mentions it scoring up to 1/0.9 as much
 RELATIVE_FLOOR = 0.75  # an extract scoring below this share of the best one for its part is left out
 MAX_EXTRACTS = 2
 MIN_UNIT_CHARS = 6
@@ -754,7 +755,7 @@ def _pick(found: list[Evidence]) -> list[Evidence]:
     about = [e for e in found if e.about]
     # The document or section about the subject beats one that mentions it, unless what it has is far weaker (an
     # index page's list of article titles under the subject's heading, against a passage that answers)
-    if about and about[0].score >= RELATIVE_FLOOR * found[0].score:
+    if about and about[0].score >= ABOUT_SHARE * found[0].score:
         found = about
     picked: list[Evidence] = []
     for evidence in found:
