@@ -564,3 +564,12 @@ async def test_how_old_is_answered_by_the_age_the_text_gives(tmp_path):
     service = library(tmp_path, with_sample_kb())
     lead = tldr((await service.ask("孩子多大可以戴OK镜？")).answer)
     assert "8岁及以上" in lead, lead
+
+
+def test_which_drug_carries_on_the_last_subject():
+    """ "用什么药治疗？" after a question on 纤维肌痛 names no subject of its own: 药 is what every treatment
+    question says, not a new topic."""
+    from clincite.offline import analyse
+
+    follow_up = analyse("用什么药治疗？", ["纤维肌痛怎么诊断？"])
+    assert follow_up.follow_up and follow_up.aspects == ["治疗"], follow_up
