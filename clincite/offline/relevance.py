@@ -72,6 +72,7 @@ _NUMBER_GAP = r"[\d.,，～~至到\-–—一二三四五六七八九十两半�
 # An interview or a Q&A page: "[网友乖乖女]问：…" asks, "[嘉宾江睿]答：…" answers (also 问：/答：, 患者问：)
 _QUESTION_LINE = re.compile(r"^\s*(?:[\[【][^\]】\n]{0,16}[\]】])?\s*[^\s：:。，]{0,8}?问\s*[：:]")
 _ANSWER_LINE = re.compile(r"^\s*(?:[\[【][^\]】\n]{0,16}[\]】])?\s*[^\s：:。，]{0,8}?答\s*[：:]")
+_POINTS_ELSEWHERE = re.compile(r"^\s*(?:参见|参看|详见|见上|同上)")
 _NUMBER = re.compile(r"^[\d.%％]+$")
 _REFERENCES_HEADING = re.compile(r"^(?:参考文献|引用文献|文献|references?|bibliography)[:：]?$", re.I)
 _ENUMERATED = re.compile(
@@ -544,6 +545,8 @@ def _unit_score(
         return None  # a question, or a list of them (an index of article titles), answers nothing
     if _QUESTION_LINE.match(_line_of(hit.text, unit.start)):
         return None  # a reader's question on a Q&A page ("[网友]问：…") is what was asked, never evidence
+    if _POINTS_ELSEWHERE.match(_ANSWER_LINE.sub("", text)) and len(text.strip()) <= LABEL_CHARS + 10:
+        return None  # "参见第三题的答案。": a cross-reference says nothing itself
     lowered = text.lower()
     context = " ".join([hit.title, *path, opening if path == list(hit.heading_path) else ""]).lower()
     if _refers_back(text):  # "这个疾病如果在出生1个月…": what it names is the sentence before it
