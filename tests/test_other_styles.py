@@ -574,3 +574,11 @@ def test_which_drug_carries_on_the_last_subject():
 
     follow_up = analyse("用什么药治疗？", ["纤维肌痛怎么诊断？"])
     assert follow_up.follow_up and follow_up.aspects == ["治疗"], follow_up
+
+
+async def test_the_reason_given_names_the_word_as_the_quote_writes_it(tmp_path):
+    """The text says 夜明灯 where the question says 小夜灯: the 说明 may not claim the quote contains 小夜灯."""
+    text = NIGHT_LIGHT.replace("小夜灯", "夜明灯")
+    service = library(tmp_path, {**with_sample_kb(), "睡眠光照与儿童近视（演示）.md": text})
+    answer = (await service.ask("开着小夜灯睡觉的孩子，近视率是多少？")).answer
+    assert "“夜明灯（即小夜灯）”" in answer and "关键词“小夜灯”" not in answer, answer

@@ -389,7 +389,8 @@ def _passage(
     units = _units(hit)
     text = _with_context(hit.text, unit, units, terms)
     lead = _with_context(hit.text, unit, units, [], forward=False)
-    matched = [w.term.text for w in decisive if match(w, scope) == 1.0]
+    written = f"{headings} {opening} {hit.text}"
+    matched = [_as_written(w, written) for w in decisive if match(w, scope) == 1.0]
     subjects = [w for w in terms if w.term in (part.subjects or ask.subjects)] or terms
     about = _about(subjects, headings, text.lower())
     score = (
@@ -398,6 +399,18 @@ def _passage(
     return Evidence(
         hit, text, path, aspect_named or "", score, by_heading, matched, unit.kind, about, lead if lead != text else ""
     )
+
+
+def _as_written(weighted: Weighted, text: str) -> str:
+    """The question's term as the passage writes it: "夜明灯（即小夜灯）" where the text uses a synonym, so that the
+    说明 never claims a word the quote does not contain."""
+    term = weighted.term.text
+    if re.search(re.escape(term), text, re.I):
+        return term
+    for variant in weighted.term.variants:
+        if found := re.search(re.escape(variant), text, re.I):
+            return f"{found.group(0)}（即{term}）"
+    return term
 
 
 def _about(subjects: list[Weighted], headings: str, text: str) -> bool:
