@@ -350,8 +350,11 @@ def _coverage(terms: list[Weighted], text: str, headings: str = "") -> float:
     repeat it is not the less relevant for that. Nor is one that names the other of "A或B" for missing A."""
     found = [(w, _matched(w, text, headings)) for w in terms]
     named = {id(w) for w, m in found if m}
-    # "小夜灯或者大灯": a passage naming one of the two does not miss the other
-    total = sum(w.weight for w, m in found if m or not (w.common or named & set(map(id, w.alternatives)))) or 1.0
+
+    def counts(w: Weighted, m: float) -> bool:  # "小夜灯或者大灯": naming one of the two does not miss the other
+        return bool(m) or not (w.common or any(id(a) in named for a in w.alternatives))
+
+    total = sum(w.weight for w, m in found if counts(w, m)) or 1.0
     return sum(w.weight * m for w, m in found) / total
 
 
@@ -630,7 +633,8 @@ def _line_of(text: str, start: int) -> str:
 
 def _question_before(text: str, start: int) -> str:
     """In a question-and-answer page, the question line an answer line replies to ("" when none is close)."""
-    window = text[max(0, text.rfind("\n", 0, start) - RUN_CHARS) : text.rfind("\n", 0, start) + 1]
+    line_start = text.rfind("\n", 0, start) + 1
+    window = text[max(0, line_start - RUN_CHARS) : line_start]
     lines = [line for line in window.split("\n") if _QUESTION_LINE.match(line)]
     return lines[-1] if lines else ""
 
@@ -701,7 +705,7 @@ def _answers_number(ask: Ask, text: str, about: str, decisive: list[Weighted], l
     """The unit gives a number of the kind asked (2至3周 for 多久, 0.5 mg for 剂量), in a section that names what was
     asked (`about`)."""
     lowered = about.lower()
-    if not all(match(w, lowered) == 1.0 or any(match(a, lowered) == 1.0 for a in w.alternatives) for w in decisive):
+    if not all(any(match(v, lowered) == 1.0 for v in [w, *w.alternatives]) for w in decisive):
         return False
     return _number_of_kind(ask, text, lex)
 
