@@ -582,3 +582,35 @@ async def test_the_reason_given_names_the_word_as_the_quote_writes_it(tmp_path):
     service = library(tmp_path, {**with_sample_kb(), "睡眠光照与儿童近视（演示）.md": text})
     answer = (await service.ask("开着小夜灯睡觉的孩子，近视率是多少？")).answer
     assert "“夜明灯（即小夜灯）”" in answer and "关键词“小夜灯”" not in answer, answer
+
+
+async def test_the_quoted_list_comes_with_the_line_that_says_what_it_lists(tmp_path):
+    """The items alone ("前节OCT") do not say what they are; the clinician reads the lead-in line with them."""
+    service = library(tmp_path, {"角膜曲率测量（演示）.md": DEVICES})
+    lead = tldr((await service.ask("哪些设备能测量角膜后表面？")).answer)
+    assert lead.startswith("能够测量角膜后表面的设备并不多") and "前节OCT" in lead, lead
+
+
+WARNING_SIGNS = """# 头痛也可能是眼病（演示）
+
+【演示材料】仅用于软件测试，不可用于临床决策。
+
+青光眼引起的头痛常被当作偏头痛，症状反复时应想到查眼压。
+
+出现以下情况时，可能已经患了青光眼，应尽快到眼科检查。①经常眼胀、眉弓疼痛；②看灯光时周围出现彩虹样光圈；③视野逐渐缩小；④直系亲属中有青光眼患者。
+"""
+
+
+async def test_items_run_together_in_one_paragraph_are_read_as_a_list(tmp_path):
+    """Web pages run their items together ("①…；②…；③…"): for "哪些情况", that enumeration and the sentence
+    announcing it answer, not a sentence that only says 症状."""
+    service = library(
+        tmp_path, {"头痛也可能是眼病（演示）.html": f"<html><body>{_paragraphs(WARNING_SIGNS)}</body></html>"}
+    )
+    lead = tldr((await service.ask("出现哪些情况提示可能已经得了青光眼？")).answer)
+    assert "出现以下情况时" in lead and "彩虹样光圈" in lead, lead
+
+
+def _paragraphs(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return f"<title>{lines[0].lstrip('# ')}</title>" + "".join(f"<p>{line}</p>" for line in lines[1:])

@@ -56,6 +56,8 @@ OPENING_SENTENCES = (
 )
 OPENING_CHARS = 200  # … up to this many characters
 OWN_CUE_BONUS = 0.03  # a unit naming the aspect in the asker's own word, over one naming it otherwise
+SEARCH_WEIGHT = 0.25  # how much the search engine's own score counts beside the reading of the passage
+RANK_WEIGHT = 0.05  # … and its rank
 ECHO_WEIGHT = 0.3  # how much an extract's restating the question's own words counts
 FOREIGN_SHARE = 0.3  # a unit with fewer Chinese characters than this among its letters is in another language
 LABEL_HEADING_CHARS = 12  # a heading this short labels its section's aspect
@@ -66,6 +68,8 @@ RUN_CHARS = 260  # a unit takes the sentences that carry on its answer along, up
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述", "这些", "但", "而")
 QUOTES = " “\"「『‘'"  # a sentence quoted ("“这个疾病…”") refers back all the same
 LEADS_INTO = ("：", ":", "，", ",")  # a line ending so carries on into the list below it
+INLINE_ITEMS = 2  # a sentence with this many enumerators of its own (①…②…, （1）…（2）…) is a list
+_INLINE_ITEM = re.compile(r"[\u2460-\u2473\u2776-\u277f]|[（(][1-9]\d?[）)]")
 ANNOUNCES = ("以下", "如下", "下列", "包括", "分为", "有几点", "几种")  # the answer follows this sentence
 CARRY_ON = ("另外", "此外", "同时", "并且", "而且", "其中", "因此", "所以", "但", "①", "②", "③", "1.", "2.", "3.")
 _NUMBER_GAP = r"[\d.,，～~至到\-–—一二三四五六七八九十两半百千万个多余左右约\s]{0,8}?"  # 1至3个、两三
@@ -167,7 +171,7 @@ def judge(
         if evidence is None:
             continue
         search = 0.6 * (hit.bm25 or 0.0) / bm25_top + 0.4 * (hit.semantic or 0.0) / sem_top
-        evidence.score += 0.25 * search + 0.05 / (1 + rank)
+        evidence.score += SEARCH_WEIGHT * search + RANK_WEIGHT / (1 + rank)
         found.append(evidence)
     found.sort(key=lambda e: -e.score)
     return _pick(found)
@@ -569,9 +573,8 @@ def _unit_score(
         context = f"{context} {_sentence_before(hit.text, unit.start).lower()}"
     elif _ANSWER_LINE.match(_line_of(hit.text, unit.start)):  # "[嘉宾]答：…" answers the "[网友]问：…" before
         context = f"{context} {_question_before(hit.text, unit.start).lower()}"  # it, which names what
-    own = lowered
-    if unit.kind == "list":  # "能够测量角膜后表面的设备并不多，" and its list say one thing
-        own = f"{_lead_in(hit.text, unit.start).lower()} {lowered}"
+    # "能够测量角膜后表面的设备并不多，" and its list say one thing
+    own = f"{_list_lead(hit.text, unit).lower()} {lowered}".strip()
     score = 0.7 * _coverage(terms, f"{context} {own}") + 0.1 * _coverage(terms, own)
     in_unit = set(part.aspects) & lex.passage_aspects(text)
     if "定义" in part.aspects and _defines(ask, part, text):
@@ -592,7 +595,7 @@ def _unit_score(
         score += 0.15
         if _number_of_kind(ask, text, lex):  # 两三年 for 多久, not the 两个度数 of a sentence on another matter
             score += 0.05
-    if (ask.many or set(part.aspects) & lex.list_aspects) and unit.kind == "list":
+    if (ask.many or set(part.aspects) & lex.list_aspects) and _enumerates(unit, text):
         score += 0.1
     stripped = text.rstrip()
     if stripped.endswith(("：", ":")):  # a lead-in whose list is not in this passage
@@ -603,6 +606,12 @@ def _unit_score(
         score -= 0.2  # a Chinese question is answered in Chinese where the text says it both ways (a quote, then 译文)
     named = next((a for a in part.aspects if a in in_unit | over), "")
     return score, named, bool(over)
+
+
+def _enumerates(unit: Unit, text: str) -> bool:
+    """A list, or a sentence that enumerates in its own line ("①经常性眼球胀痛…；②经常出现…"): web pages and
+    guidelines often run their items together in one paragraph."""
+    return unit.kind == "list" or len(_INLINE_ITEM.findall(text)) >= INLINE_ITEMS
 
 
 def _says_as_asked(ask: Ask, part: Part, text: str, lex: Lexicon) -> bool:
@@ -623,6 +632,21 @@ def _lead_in(text: str, start: int) -> str:
     (以下、包括); else ""."""
     line = text[:start].rstrip().rsplit("\n", 1)[-1].strip()
     return line if line.endswith(LEADS_INTO) or any(word in line for word in ANNOUNCES) else ""
+
+
+def _list_lead(text: str, unit: Unit) -> str:
+    """What a list's items are: its lead-in line, or for items run together in a sentence ("①经常性眼球胀痛…"),
+    the sentence before it in its line that announces them ("出现以下情况时，你可能已患上了青光眼…。"); else ""."""
+    if unit.kind == "list":
+        return _lead_in(text, unit.start)
+    if unit.kind != "sentence" or not _enumerates(unit, unit.text(text)):
+        return ""
+    line_start = text.rfind("\n", 0, unit.start) + 1
+    before = sentences(text, line_start, unit.start)
+    if not before:
+        return ""
+    sentence = text[before[-1][0] : before[-1][1]]
+    return sentence if sentence.rstrip().endswith(LEADS_INTO) or any(w in sentence for w in ANNOUNCES) else ""
 
 
 def _line_of(text: str, start: int) -> str:
@@ -744,7 +768,9 @@ def _with_context(
     path = units[index][1]
     start, end = unit.start, unit.end
     body = unit.text(text)
-    if _refers_back(body) and index > 0:
+    if (lead_in := _list_lead(text, unit)) and unit.end - unit.start <= RUN_CHARS:
+        start = text.rfind(lead_in, 0, unit.start)  # "能够测量角膜后表面的设备并不多，" says what the list is
+    elif _refers_back(body) and index > 0:
         previous = units[index - 1][0]
         same_paragraph = "\n\n" not in text[previous.end : unit.start]  # a new paragraph refers to its section
         if previous.kind == "sentence" and same_paragraph and end - previous.start <= RUN_CHARS:
