@@ -614,3 +614,20 @@ async def test_items_run_together_in_one_paragraph_are_read_as_a_list(tmp_path):
 def _paragraphs(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return f"<title>{lines[0].lstrip('# ')}</title>" + "".join(f"<p>{line}</p>" for line in lines[1:])
+
+
+LENS_LIFE = """# 白内障手术问答（演示）
+
+【演示材料】仅用于软件测试，不可用于临床决策。
+
+## 人工晶体
+
+人工晶体的材料在眼内性质稳定，一般可以终生使用，不需要定期更换。
+"""
+
+
+async def test_for_life_answers_how_long(tmp_path):
+    """ "能用多少年" is answered by "终生使用", a length of time written without a number."""
+    service = library(tmp_path, {"白内障手术问答（演示）.md": LENS_LIFE})
+    lead = tldr((await service.ask("人工晶体能用多少年？")).answer)
+    assert "终生使用" in lead, lead

@@ -30,6 +30,7 @@ class Lexicon:
     quantity_words: set[str]  # the question asks for a number
     quantities: dict[str, tuple[list[str], list[str]]]  # kind → (words asking for it, units an answer carries)
     quantity_search: dict[str, list[str]]  # kind → the words a text gives it by (年龄: 年龄、岁), for the search
+    quantity_answers: dict[str, list[str]]  # kind → words that answer it without a number (多久: 终生、长期)
     joiners: set[str]  # "A和B": the words that join two subjects
     split_words: set[str]  # "A和B分别…": each subject asked about on its own
     follow_up: list[str]
@@ -115,6 +116,7 @@ def load_lexicon(lexicon_dir: Path = LEXICON_DIR) -> Lexicon:
         quantity_words=set(raw["quantity_words"]),
         quantities={kind: (q["ask"], q["units"]) for kind, q in raw["quantities"].items()},
         quantity_search={kind: q.get("search", []) for kind, q in raw["quantities"].items()},
+        quantity_answers={kind: q.get("answers", []) for kind, q in raw["quantities"].items()},
         joiners=set(raw["comparison_joiners"]),
         split_words=set(raw["split_words"]),
         follow_up=sorted(raw["follow_up"], key=len, reverse=True),

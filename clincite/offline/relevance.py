@@ -738,6 +738,8 @@ def _number_of_kind(ask: Ask, text: str, lex: Lexicon) -> bool:
     units = lex.quantities.get(ask.quantity, (None, None))[1]
     if not units:
         return bool(_DIGIT.search(text))
+    if any(word in text for word in lex.quantity_answers.get(ask.quantity, ())):
+        return True  # "人工晶体…可以终生使用" answers "能用多少年" without a number
     # "每年（至少进行）一次" answers 多久 as well as "3至6个月" does; "每天保证…" does not say how long, nor is 每万人
     # a price
     every = ask.quantity in EVERY_KINDS
