@@ -19,6 +19,7 @@ from clincite.core.shapes import ChatTurn
 from clincite.ingest.pipeline import Ingestor
 from clincite.kb.embeddings import Embedder
 from clincite.kb.store import KnowledgeBase
+from clincite.offline.questions import analyse
 from clincite.retrieval.search import HybridSearcher
 from query import TwoStageQueryService
 
@@ -631,3 +632,64 @@ async def test_for_life_answers_how_long(tmp_path):
     service = library(tmp_path, {"白内障手术问答（演示）.md": LENS_LIFE})
     lead = tldr((await service.ask("人工晶体能用多少年？")).answer)
     assert "终生使用" in lead, lead
+
+
+def test_a_demonstrative_in_an_opening_question_names_its_noun():
+    """ "作者那个excel" with nothing asked before: there is no earlier topic 那个 could point to, so excel is asked of.
+    In a chat, "那个药" still points back."""
+    assert "excel" in [t.text for t in analyse("作者那个excel里收了哪些公式？").terms]
+    assert "药" not in [t.text for t in analyse("那个药停了会反弹吗？", ["低浓度阿托品的副作用？"]).terms]
+
+
+IOL_AFTER_LASIK = """# 角膜屈光手术后的人工晶体计算（演示）
+
+【演示材料】仅用于软件测试，不可用于临床决策。
+
+## 常用方法
+
+近视角膜屈光手术后，常规方法容易低估所需的人工晶体度数，术后出现远视偏差。
+
+临床常用的有Haigis-L、Shammas、Barrett True-K、Masket等公式，各有适用条件。
+
+比较几种结果后再决定度数更稳妥。
+"""
+
+
+FORMULA_HISTORY = """# 人工晶体计算公式的由来（演示）
+
+【演示材料】仅用于软件测试，不可用于临床决策。
+
+传统的人工晶体计算公式依据未做过手术的眼睛的数据建立，默认角膜前后表面的曲率保持固定比例。
+"""
+
+DRY_EYE = """# 干眼的居家护理（演示）
+
+【演示材料】仅用于软件测试，不可用于临床决策。
+
+## 热敷
+
+每天热敷眼睑10分钟，有助于睑板腺分泌物排出。
+
+## 用眼习惯
+
+连续看屏幕时有意识地多眨眼，每隔一段时间远眺休息。
+
+## 人工泪液
+
+症状明显时可按医嘱使用不含防腐剂的人工泪液。
+"""
+
+
+async def test_a_compound_the_text_writes_apart_is_named_and_a_series_answers_which(tmp_path):
+    """ "计算公式": the title says 计算, the text 公式 — named. "哪些" is answered by the sentence naming them
+    one after another (A、B、C、D), not by the one with most of the question's words."""
+    service = library(
+        tmp_path,
+        {
+            "角膜屈光手术后的人工晶体计算（演示）.md": IOL_AFTER_LASIK,
+            "干眼（演示）.md": DRY_EYE,
+            "公式的由来（演示）.md": FORMULA_HISTORY,
+        },
+    )
+    lead = tldr((await service.ask("角膜屈光手术后有哪些人工晶体计算公式？")).answer)
+    assert "Haigis-L" in lead and "Shammas" in lead, lead

@@ -147,7 +147,7 @@ def analyse(question: str, previous: list[str] | None = None, lexicon: Lexicon |
         text = text[:-1].rstrip(TRAILING)
     tokens = _merge(_words(text), lex)
     ask = Ask(question=question, resolved=text)
-    marker = _classify(ask, tokens, lex)
+    marker = _classify(ask, tokens, lex, bool(previous))
     _reason_over_negation(ask, lex)
     _mark_quoted(ask, question, lex)
     ask.quantity = lex.quantity_asked(text) or ask.quantity
@@ -312,9 +312,10 @@ def _merge(words: list[str], lex: Lexicon) -> list[str]:
     return out
 
 
-def _classify(ask: Ask, tokens: list[str], lex: Lexicon) -> str:
+def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True) -> str:
     """Sort tokens into terms, aspect cues and function words. Returns how the question points back: "refer"
-    (它、其、这种… name the previous subject), "switch" (那、还有… move to a new one) or ""."""
+    (它、其、这种… name the previous subject), "switch" (那、还有… move to a new one) or "". `in_a_chat`: there are
+    earlier questions a demonstrative could point back to."""
     stopwords = get_tokenizer().stopwords
     marker, skip, offered = "", False, ""
     for index, token in enumerate(tokens):
@@ -333,7 +334,8 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon) -> str:
             marker = "refer" if token not in SWITCH_WORDS else marker or "switch"  # 它 anywhere refers back
             following = tokens[index + 1] if index + 1 < len(tokens) else ""
             # 这种治疗 / 该药: the noun after a demonstrative names the previous topic, not a subject of its own.
-            skip = token in lex.demonstratives and bool(following) and following not in lex.function_words
+            # With nothing asked before, "作者那个excel" names the excel: there is no earlier topic it could be.
+            skip = in_a_chat and token in lex.demonstratives and bool(following) and following not in lex.function_words
             continue
         if token in lex.joiners:
             # "A和B": a joiner between two subjects (not "效果和副作用", two aspects of one subject)

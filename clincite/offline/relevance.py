@@ -69,6 +69,9 @@ PRONOUN_START = ("它", "其", "这", "该", "此", "上述", "这些", "但", "
 QUOTES = " “\"「『‘'"  # a sentence quoted ("“这个疾病…”") refers back all the same
 LEADS_INTO = ("：", ":", "，", ",")  # a line ending so carries on into the list below it
 INLINE_ITEMS = 2  # a sentence with this many enumerators of its own (①…②…, （1）…（2）…) is a list
+SERIES_MARKS = (
+    3  # … and so is one naming four things or more apart by 、 ("包含了SRK/T、Hoffer Q、Haigis、Shammas公式")
+)
 _INLINE_ITEM = re.compile(r"[\u2460-\u2473\u2776-\u277f]|[（(][1-9]\d?[）)]")
 ANNOUNCES = ("以下", "如下", "下列", "包括", "分为", "有几点", "几种")  # the answer follows this sentence
 CARRY_ON = ("另外", "此外", "同时", "并且", "而且", "其中", "因此", "所以", "但", "①", "②", "③", "1.", "2.", "3.")
@@ -450,7 +453,7 @@ def _may_decide(weighted: Weighted) -> bool:
 
 def _covers_decisive(decisive: list[Weighted], scope: str, headings: str = "") -> bool:
     def named(w: Weighted) -> bool:
-        return _matched(w, scope, headings) == 1.0 or _head_matched(w, scope)
+        return _matched(w, scope, headings) == 1.0 or _head_matched(w, scope) or _pieces_matched(w, scope)
 
     return all(named(w) or any(map(named, w.alternatives)) for w in decisive)
 
@@ -515,6 +518,16 @@ def _head_matched(weighted: Weighted, text: str) -> bool:
     word = weighted.term.text.lower()
     heads = [t for t in weighted.tokens if word.endswith(t) and len(t) >= 2]
     return any(_occurs(head, text) for head in heads)
+
+
+def _pieces_matched(weighted: Weighted, text: str) -> bool:
+    """An everyday compound the asker wrote as one word (计算公式) is named where the text has each of its words
+    (《…IOL计算》 over "…公式"). A lexicon term (青光眼手术) is one name and is not taken apart."""
+    if weighted.term.entity:
+        return False
+    word = weighted.term.text.lower()
+    pieces = [t for t in weighted.tokens if t != word and len(t) >= 2 and t in word]
+    return len(pieces) >= 2 and all(_occurs(piece, text) for piece in pieces)
 
 
 def _broader_in(weighted: Weighted, headings: str) -> bool:
@@ -609,9 +622,9 @@ def _unit_score(
 
 
 def _enumerates(unit: Unit, text: str) -> bool:
-    """A list, or a sentence that enumerates in its own line ("①经常性眼球胀痛…；②经常出现…"): web pages and
+    """A list, or a sentence that enumerates ("①经常性眼球胀痛…；②经常出现…", "A、B、C、D"): web pages and
     guidelines often run their items together in one paragraph."""
-    return unit.kind == "list" or len(_INLINE_ITEM.findall(text)) >= INLINE_ITEMS
+    return unit.kind == "list" or len(_INLINE_ITEM.findall(text)) >= INLINE_ITEMS or text.count("、") >= SERIES_MARKS
 
 
 def _says_as_asked(ask: Ask, part: Part, text: str, lex: Lexicon) -> bool:
