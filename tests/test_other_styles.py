@@ -693,3 +693,58 @@ async def test_a_compound_the_text_writes_apart_is_named_and_a_series_answers_wh
     )
     lead = tldr((await service.ask("角膜屈光手术后有哪些人工晶体计算公式？")).answer)
     assert "Haigis-L" in lead and "Shammas" in lead, lead
+
+
+DRY_EYE_AFTER_LASIK = """# 角膜屈光手术后干眼（演示）
+
+【演示材料】仅用于软件测试，不可用于临床决策。
+
+## 原因
+
+角膜屈光手术会切断角膜的部分感觉神经，术后瞬目减少、泪膜稳定性下降，因此容易出现干眼。
+
+## 病程
+
+多数患者的干眼症状在术后3～6个月内逐渐减轻，少数可持续一年以上。
+
+## 治疗
+
+症状轻者使用人工泪液即可；需要长期使用人工泪液时，宜选择不含防腐剂的剂型。
+"""
+
+CONJUNCTIVITIS = """# 细菌性结膜炎（演示）
+
+【演示材料】仅用于软件测试，不可用于临床决策。
+
+## 病程
+
+细菌性结膜炎经规范治疗后，通常1～2周内好转。
+
+## 预防
+
+勤洗手，毛巾和脸盆分开使用。
+"""
+
+
+async def _second_question(service: TwoStageQueryService, first: str, second: str):
+    earlier = await service.ask(first)
+    history = [ChatTurn(role="user", content=first), ChatTurn(role="assistant", content=earlier.answer)]
+    return await service.ask(second, history)
+
+
+async def test_a_question_naming_nothing_of_its_own_goes_on_about_the_last_subject(tmp_path):
+    """ "一般会持续多久？" after a question on dry eye after LASIK asks how long that dry eye lasts, not how long
+    whatever the library says lasts (conjunctivitis)."""
+    service = library(tmp_path, {"干眼（演示）.md": DRY_EYE_AFTER_LASIK, "结膜炎（演示）.md": CONJUNCTIVITIS})
+    result = await _second_question(service, "近视激光手术后为什么容易干眼？", "一般会持续多久？")
+    assert any("干眼" in q.text for q in result.sub_queries), result.sub_queries
+    assert "3～6个月" in tldr(result.answer), result.answer
+
+
+async def test_a_new_subject_the_library_writes_of_with_the_last_one_is_asked_in_its_setting(tmp_path):
+    """人工泪液 is written of with 干眼 in this library: "人工泪液选哪种比较好？" after a question on dry eye after
+    LASIK is searched in that setting (the sub-query shows it); 维生素D after 红光 is not (the test above)."""
+    service = library(tmp_path, {"干眼（演示）.md": DRY_EYE_AFTER_LASIK, "结膜炎（演示）.md": CONJUNCTIVITIS})
+    result = await _second_question(service, "近视激光手术后为什么容易干眼？", "人工泪液选哪种比较好？")
+    assert any("干眼" in q.text for q in result.sub_queries), result.sub_queries
+    assert "不含防腐剂" in tldr(result.answer), result.answer

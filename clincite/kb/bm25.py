@@ -128,6 +128,22 @@ class BM25Index:
         indptr = self._retriever.scores["indptr"]
         return int(indptr[index + 1] - indptr[index])
 
+    def passages_with(self, tokens: list[str]) -> set[int]:
+        """The passages (index positions) that hold every one of the tokens."""
+        if self._retriever is None or not tokens:
+            return set()
+        found: set[int] | None = None
+        for token in dict.fromkeys(tokens):
+            index = self._retriever.vocab_dict.get(token)
+            if index is None:
+                return set()
+            indptr, indices = self._retriever.scores["indptr"], self._retriever.scores["indices"]
+            postings = set(indices[indptr[index] : indptr[index + 1]].tolist())
+            found = postings if found is None else found & postings
+            if not found:
+                return set()
+        return found or set()
+
     def idf(self, token: str) -> float:
         """Lucene's idf of the token in this KB: high for a rare term, near 0 for one in every passage."""
         n, df = max(self.size, 1), self.document_frequency(token)

@@ -14,7 +14,9 @@ with one is never read as a follow-up of the last one.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from clincite.offline.lexicon import Lexicon, get_lexicon
 from clincite.text.tokenizer import get_tokenizer
@@ -45,6 +47,8 @@ CHOICE_JOINERS = ("还是", "或", "或者")  # of lexicon.joiners: the ones tha
 DEGREE_ADVERBS = ("比较",)  # of lexicon.ask_cues: before an adjective an adverb of degree, not a comparison
 MANY_WORDS = ("哪些", "哪几个", "哪几种", "哪几类", "有几种")  # of lexicon.function_words: they ask for several things
 EITHER_JOINERS = ("或", "或者")  # … of which either one is asked about ("开着小夜灯或者大灯"), not which one (还是)
+TOGETHER_SHARE = 0.3  # a new subject this often written with the last one goes on in its setting
+NAMING_RARITY = 11.0  # general-Chinese rarity (Tokenizer.general_rarity) from which a word names a subject itself
 SHORT_FOLLOW_UP = 12  # characters: a question this short without a subject of its own continues the last one
 _PUNCT = re.compile(r"^[\W_]+$")
 _ASKS_NUMBER = re.compile(r"^(?:多少|多久|多长|几[个次天日周月年岁级针点度])")
@@ -68,6 +72,7 @@ class Term:
     quoted: bool = False  # the asker put it in quotes (哪几个“不要”): the text's own word, whatever it is
     modifier: bool = False  # "X的Y": X says whose Y is asked (手术显微镜的脚踏), Y is what is asked about
     either: str = ""  # "A或B": the term this one is an alternative to (B's is A); a text may name either
+    context: bool = False  # the previous subject, carried along by a question in a chat that names none of its own
 
 
 @dataclass
@@ -83,6 +88,8 @@ class Ask:
     choice: bool = False  # "A还是B": which of them (for whom, when): what tells them apart
     each: bool = False  # "分别、各自": every subject (or aspect) answered on its own
     many: bool = False  # "哪些设备…": the answer is several things, typically a list
+    setting: list[Term] = field(default_factory=list)  # the chat's last subject, for a question naming its own:
+    # judged where a passage names it (加巴喷丁's dose for PHN, in a chat on PHN), never searched or shown
 
     @property
     def wants_number(self) -> bool:
@@ -93,7 +100,7 @@ class Ask:
         """The terms that name what is asked about: domain terms, else every non-generic term (停药、副作用 and the
         like are aspects of a subject, not subjects)."""
         lex = get_lexicon()
-        specific = [t for t in self.terms if not t.generic and t.text.lower() not in lex.not_subjects]
+        specific = [t for t in self.terms if not t.generic and not t.context and t.text.lower() not in lex.not_subjects]
         return [t for t in specific if t.entity or _abbreviation(t.text)] or specific
 
     @property
@@ -138,8 +145,50 @@ class Ask:
         return [(self.search_text(aspect), aspect, None)]
 
 
-def analyse(question: str, previous: list[str] | None = None, lexicon: Lexicon | None = None) -> Ask:
-    """Analyse a question; `previous` are the earlier user questions of the chat, oldest first."""
+class Passages(Protocol):
+    """What the KB's keyword index tells of its passages (`clincite.kb.bm25.BM25Index`)."""
+
+    def passages_with(self, tokens: list[str]) -> set[int]: ...
+
+
+Together = Callable[[list["Term"], list["Term"]], bool]  # does the library write of the new with the last subject?
+
+
+def written_together(index: Passages | None) -> Together | None:
+    """Whether the KB writes of the question's own subject mostly together with the chat's last one (in
+    TOGETHER_SHARE of the passages naming it, or more): the library's own word on whether they belong together
+    (加巴喷丁 with 带状疱疹后神经痛 in a library on pain, not 维生素D with 红光治疗, nor 早产儿视网膜病变 with 眼药水
+    because one page of hundreds names both). A term the library never names (孕妇 in a chat on PHN) goes with the
+    chat."""
+    if index is None:
+        return None
+    tokenizer = get_tokenizer()
+
+    def passages(term: Term) -> set[int]:
+        found: set[int] = set()
+        for variant in term.variants:
+            tokens = tokenizer.tokenize(variant)
+            found |= index.passages_with([variant] if variant in tokens else tokens)
+        return found
+
+    def together(new: list[Term], last: list[Term]) -> bool:
+        # The rarest of the new terms the library knows says most of what the question is about (利多卡因, not 起效);
+        # one it never names (孕妇 in a chat on PHN) leaves the chat's setting as all there is to go on.
+        known = [named for named in map(passages, new) if named]
+        if not known:
+            return True
+        rarest = min(known, key=len)
+        return len(rarest & set().union(*map(passages, last))) >= TOGETHER_SHARE * len(rarest)
+
+    return together
+
+
+def analyse(
+    question: str, previous: list[str] | None = None, lexicon: Lexicon | None = None, together: Together | None = None
+) -> Ask:
+    """Analyse a question; `previous` are the earlier user questions of the chat, oldest first. `together`
+    (`written_together`): whether the library writes of two terms in one passage, which makes a question naming a
+    subject of its own a follow-up of the last one when the two belong together."""
     lex = lexicon or get_lexicon()
     text = question.strip().strip(TRAILING)
     text = _space_after_opener(_normalise_asking(text), lex)
@@ -170,7 +219,40 @@ def analyse(question: str, previous: list[str] | None = None, lexicon: Lexicon |
         before = analyse(previous[-1], previous[:-1], lex)
         ask.aspects, ask.cues, ask.follow_up = list(before.aspects), list(before.cues), True
         ask.quantity = ask.quantity or before.quantity
+    else:
+        before = analyse(previous[-1], previous[:-1], lex)
+        context = _context_of(ask, before)
+        own = [t for t in ask.subjects if _names_a_subject(t)] or [t for t in ask.terms if _names_a_subject(t)]
+        # "一般会持续多久？" after 屈光手术后干眼 names nothing of its own; "加巴喷丁一天用多少？" after PHN's drugs
+        # names what the library writes of with PHN: both go on in the last question's setting, searched with it.
+        # "补充维生素D有用吗？" after 红光治疗 is a new question: the setting is only weighed, never searched.
+        if context and (not own or (together and together(own, context))):
+            ask.terms = [*context, *ask.terms]
+            ask.follow_up = True
+            ask.resolved = before.subject + _strip_markers(text, lex)
+        else:
+            ask.setting = context
     return ask
+
+
+def _names_a_subject(term: Term) -> bool:
+    """A word that says what a question is about on its own: a domain term, an abbreviation, or a word rare in
+    general Chinese (维生素D、护目镜); not an everyday one (材料、持续、手术本身)."""
+    if term.generic:
+        return False
+    return term.entity or _abbreviation(term.text) or get_tokenizer().general_rarity(term.text) >= NAMING_RARITY
+
+
+def _context_of(ask: Ask, before: Ask) -> list[Term]:
+    """A question in a chat goes on in the previous one's setting: that subject, as context — weighed where a passage
+    names it, never required, for the question may still be about something new (纤维肌痛's 诊断标准 after a
+    question on 阿片类药物)."""
+    own = {t.text for t in ask.terms}
+    return [
+        Term(t.text, t.variants, t.entity, t.generic, inherited=True, context=True)
+        for t in before.subjects
+        if t.text not in own and _names_a_subject(t)  # 激素眼药水 of "长期用激素眼药水会引起…", not 长期 or 引起
+    ]
 
 
 def _inherit_subject(ask: Ask, before: Ask, text: str, lex: Lexicon) -> None:

@@ -34,7 +34,7 @@ from clincite.core.shapes import (
     SufficiencyOutput,
 )
 from clincite.offline.lexicon import get_lexicon
-from clincite.offline.questions import Ask, analyse
+from clincite.offline.questions import Ask, analyse, written_together
 from clincite.offline.relevance import Evidence, Part, TermStats, judge
 from clincite.report.extractive import extractive_report
 
@@ -68,18 +68,23 @@ class OfflineReasoner:
     async def open_connection(self) -> None:
         return None
 
+    def _together(self, history: list[ChatTurn]):
+        """For a question in a chat: whether the KB writes of a new subject with the last one (its index)."""
+        return written_together(self._stats()) if history else None
+
     # --- the Reasoner interface (clincite.question.reasoner) ---
     def question_search_text(self, question: str, history: list[ChatTurn]) -> str:
         """A question that asks one thing is searched (and judged, `_part`) as the one sub-query it plans: the fast
         path then answers from the very evidence the full pipeline would (no model to save time on here)."""
-        ask = analyse(question, previous_questions(history))
+        ask = analyse(question, previous_questions(history), together=self._together(history))
         parts = ask.sub_queries()
         return parts[0][0] if len(parts) == 1 else ask.resolved
 
     async def decompose(
         self, question: str, history: list[ChatTurn], usage=None, stream: bool = True
     ) -> AsyncIterator[SubQueryDraft]:
-        for draft in self.plan(question, history):
+        drafts = await asyncio.to_thread(self.plan, question, history) if history else self.plan(question, history)
+        for draft in drafts:
             yield draft
 
     async def judge(
@@ -106,14 +111,14 @@ class OfflineReasoner:
 
     # --- the same steps, synchronous ---
     def plan(self, question: str, history: list[ChatTurn]) -> list[SubQueryDraft]:
-        ask = analyse(question, previous_questions(history))
+        ask = analyse(question, previous_questions(history), together=self._together(history))
         return [
             SubQueryDraft(text=text, focus=_focus(aspect, subjects))
             for text, aspect, subjects in ask.sub_queries()[: self.max_sub_queries]
         ]
 
     def assess(self, sub_query: SubQuery, question: str, history: list[ChatTurn], hits: list[Hit]) -> JudgeOutput:
-        ask = analyse(question, previous_questions(history))
+        ask = analyse(question, previous_questions(history), together=self._together(history))
         part = self._part(ask, sub_query)
         found = judge(ask, part, hits, self._stats(), openings=self._openings(hits))
         if not found:

@@ -55,6 +55,7 @@ OPENING_SENTENCES = (
     3  # a section's opening (its heading line, then two sentences) read for what its later passages are about …
 )
 OPENING_CHARS = 200  # … up to this many characters
+CONTEXT_WEIGHT = 0.5  # the previous subject a question carries along without naming it, against its own words
 OWN_CUE_BONUS = 0.03  # a unit naming the aspect in the asker's own word, over one naming it otherwise
 SEARCH_WEIGHT = 0.25  # how much the search engine's own score counts beside the reading of the passage
 RANK_WEIGHT = 0.05  # … and its rank
@@ -205,9 +206,9 @@ def _decisive(terms: list[Weighted]) -> list[Weighted]:
 
 def _terms_of(ask: Ask, part: Part) -> list[Term]:
     if part.subjects is None:
-        return list(ask.terms)
+        return [*ask.terms, *ask.setting]
     others = [t for t in ask.terms if t not in ask.subjects]
-    return [*part.subjects, *others]
+    return [*part.subjects, *others, *ask.setting]
 
 
 def _weigh(terms: list[Term], stats: TermStats) -> list[Weighted]:
@@ -227,6 +228,8 @@ def _weigh(terms: list[Term], stats: TermStats) -> list[Weighted]:
         common = bool(stats.size) and max(map(stats.document_frequency, term.variants)) >= TOPIC_SHARE * stats.size
         if term.generic or (not known and _NUMBER.match(term.text)):  # 孩子; a number of the asker's own (200度)
             weight *= GENERIC_WEIGHT
+        elif term.context:  # the last question's subject, carried along: it places the question, others decide
+            weight *= CONTEXT_WEIGHT
         elif not term.entity:
             weight *= _specificity(tokenizer.general_rarity(term.text))
         parts = [tok for tok in tokenizer.tokenize(term.text) if len(tok) >= 2 and tok != term.text.lower()]
@@ -359,7 +362,8 @@ def _coverage(terms: list[Weighted], text: str, headings: str = "") -> float:
     named = {id(w) for w, m in found if m}
 
     def counts(w: Weighted, m: float) -> bool:  # "小夜灯或者大灯": naming one of the two does not miss the other
-        return bool(m) or not (w.common or any(id(a) in named for a in w.alternatives))
+        # …and a subject carried along from the last question places a passage where it is named, never misses
+        return bool(m) or not (w.common or w.term.context or any(id(a) in named for a in w.alternatives))
 
     total = sum(w.weight for w, m in found if counts(w, m)) or 1.0
     return sum(w.weight * m for w, m in found) / total
@@ -440,7 +444,7 @@ def _may_decide(weighted: Weighted) -> bool:
     term = weighted.term
     if term.quoted:
         return True
-    if term.generic:  # 孩子、患者: the asker's everyday word for whoever the text is about
+    if term.generic or term.context:  # 孩子、患者: the asker's everyday word for whoever the text is about
         return False
     if term.entity or term.text.isascii():
         return True

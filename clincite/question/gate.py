@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clincite.core.shapes import ChatTurn
+from clincite.offline.questions import Together
 from clincite.question.gist import composite_reasons, gist_of, resolved_follow_up
 
 FAST_LABEL = "简单问题：直接检索"
@@ -37,8 +38,8 @@ class PathChoice:
         return FAST_LABEL if self.fast else FULL_LABEL
 
 
-def choose_path(question: str, history: list[ChatTurn]) -> PathChoice:
-    if history and resolved_follow_up(question, history) is not None:
+def choose_path(question: str, history: list[ChatTurn], together: Together | None = None) -> PathChoice:
+    if history and resolved_follow_up(question, history, together) is not None:
         return PathChoice(False, "这是对上一个问题的追问：先结合上文分解问题。")
     gist = gist_of(question)
     if not (gist.entities or gist.terms):

@@ -23,6 +23,7 @@ import numpy as np
 from clincite.core.shapes import ChatTurn
 from clincite.offline import analyse
 from clincite.offline.lexicon import Lexicon, get_lexicon
+from clincite.offline.questions import Together
 from clincite.text.tokenizer import get_tokenizer
 
 # The kind of answer a question wants, by its interrogative: "how long" and "how often" are different questions
@@ -282,14 +283,15 @@ def composite_reasons(g: Gist) -> list[str]:
 # --- a follow-up ---------------------------------------------------------------------------------------------------
 
 
-def resolved_follow_up(question: str, history: list[ChatTurn]) -> str | None:
+def resolved_follow_up(question: str, history: list[ChatTurn], together: Together | None = None) -> str | None:
     """A question that continues the chat's previous one ("那副作用呢？") with that topic put in
     ("低浓度阿托品副作用"), or the aspects it asked ("那HAL呢？" after a question about DIMS's 原理); None for a
-    question that stands on its own."""
+    question that stands on its own. `together`: the KB's word on whether a new subject goes with the last one
+    (`clincite.offline.questions.written_together`)."""
     previous = [turn.content for turn in history if turn.role == "user"]
     if not previous:
         return None
-    ask = analyse(question, previous)
+    ask = analyse(question, previous, together=together)
     if not ask.follow_up:
         return None
     return " ".join([ask.resolved, *(aspect for aspect in ask.aspects if aspect not in ask.resolved)])

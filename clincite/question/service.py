@@ -35,11 +35,12 @@ from clincite.kb.embeddings import HashingEmbedder
 from clincite.kb.store import KnowledgeBase
 from clincite.llm.agents import Agents
 from clincite.llm.slots import open_question_slots
+from clincite.offline.questions import written_together
 from clincite.question.answer_cache import NEVER, AnswerCache, calibrated_threshold, replay
 from clincite.question.answering import FALLBACK_PIECE, open_answer, stream_answer
 from clincite.question.citation_check import check_citations_async
 from clincite.question.dependent import bridge_entity, rewrite
-from clincite.question.gate import FALLBACK_LABEL, choose_path
+from clincite.question.gate import FALLBACK_LABEL, PathChoice, choose_path
 from clincite.question.gist import resolved_follow_up
 from clincite.question.reasoner import LLMReasoner, Reasoner, build_reasoner
 from clincite.question.run import QuestionRun
@@ -178,7 +179,7 @@ class TwoStageQueryService:
             return exact
         if not self.settings.similar_question_cache:
             return None
-        standalone = resolved_follow_up(question, history) or question
+        standalone = await self._standalone(question, history)
         vector = await self._question_vector(standalone)
         return self.cache.find_similar(standalone, fingerprint, vector, self._similar_threshold)
 
@@ -205,11 +206,27 @@ class TwoStageQueryService:
                 self._vectors.pop(next(iter(self._vectors)))
         return vector
 
+    async def _standalone(self, question: str, history: list[ChatTurn]) -> str:
+        """The question as it stands without the chat: a follow-up resolved ("一般会持续多久？" → what of what)."""
+        if not history:
+            return question
+        # Whether a new subject goes with the chat's last one is the KB's word (its index), read off the loop.
+        return await asyncio.to_thread(
+            lambda: resolved_follow_up(question, history, written_together(self.searcher.term_stats())) or question
+        )
+
+    async def _path(self, run: QuestionRun) -> PathChoice:
+        if not run.history:
+            return choose_path(run.question, run.history)
+        return await asyncio.to_thread(
+            lambda: choose_path(run.question, run.history, written_together(self.searcher.term_stats()))
+        )
+
     # --- the story of one question ---
     async def _answer_question(self, run: QuestionRun) -> None:
         open_question_slots(self.settings.llm_max_concurrency_per_question)
         await self._opening_notices(run)
-        choice = choose_path(run.question, run.history) if self.settings.fast_path else None
+        choice = await self._path(run) if self.settings.fast_path else None
         if choice is not None:
             run.emit(PathChosen(path="fast" if choice.fast else "full", label=choice.label, reason=choice.reason))
         answer = None
@@ -307,7 +324,13 @@ class TwoStageQueryService:
         analysis also goes to `question_judged`, for the fast path); a dependent sub-query once its parent is judged,
         rewritten with the bridge entity. Returns the sub-queries as searched and every analysis, q0 first."""
         deps = self.deps
-        original = SubQuery(id="q0", text=self.reasoner.question_search_text(run.question, run.history), focus="原问题")
+        # A follow-up's search text asks the KB's index whether a new subject goes with the last one: off the loop.
+        text = (
+            await asyncio.to_thread(self.reasoner.question_search_text, run.question, run.history)
+            if run.history
+            else self.reasoner.question_search_text(run.question, run.history)
+        )
+        original = SubQuery(id="q0", text=text, focus="原问题")
         phases = (Phase(run, "search"), Phase(run, "judgement"))
 
         def soon(job) -> asyncio.Task[SubQueryAnalysis]:
