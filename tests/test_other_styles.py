@@ -748,3 +748,28 @@ async def test_a_new_subject_the_library_writes_of_with_the_last_one_is_asked_in
     result = await _second_question(service, "近视激光手术后为什么容易干眼？", "人工泪液选哪种比较好？")
     assert any("干眼" in q.text for q in result.sub_queries), result.sub_queries
     assert "不含防腐剂" in tldr(result.answer), result.answer
+
+
+GOGGLES = """# 儿童眼外伤的预防（演示）
+
+【演示材料】仅用于软件测试，不可用于临床决策。
+
+## 眼外伤
+
+预防眼外伤，最简单有效的方法是佩戴护目镜。什么时候需要戴护目镜呢？凡是可能有东西飞向眼睛的活动都算。
+
+包括但不限于：
+
+- 使用剪刀、刀具等锐器
+- 使用电动工具，或敲打、切割物品
+- 接触消毒液、清洁剂等化学液体
+
+一旦受伤，不要揉眼，立即就医。
+"""
+
+
+async def test_a_list_under_a_bare_lead_in_is_read_with_the_paragraph_before(tmp_path):
+    """ "包括但不限于：" names nothing; the paragraph before says what the list is of (when to wear goggles)."""
+    service = library(tmp_path, {"眼外伤（演示）.md": GOGGLES})
+    lead = tldr((await service.ask("哪些时候应该戴护目镜？")).answer)
+    assert "使用剪刀" in lead and "化学液体" in lead, lead

@@ -69,6 +69,7 @@ RUN_CHARS = 260  # a unit takes the sentences that carry on its answer along, up
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述", "这些", "但", "而")
 QUOTES = " “\"「『‘'"  # a sentence quoted ("“这个疾病…”") refers back all the same
 LEADS_INTO = ("：", ":", "，", ",")  # a line ending so carries on into the list below it
+BARE_LEAD_CHARS = 10  # a lead-in this short ("包括但不限于:", "如下：") names nothing of what its list is
 INLINE_ITEMS = 2  # a sentence with this many enumerators of its own (①…②…, （1）…（2）…) is a list
 SERIES_MARKS = (
     3  # … and so is one naming four things or more apart by 、 ("包含了SRK/T、Hoffer Q、Haigis、Shammas公式")
@@ -591,7 +592,7 @@ def _unit_score(
     elif _ANSWER_LINE.match(_line_of(hit.text, unit.start)):  # "[嘉宾]答：…" answers the "[网友]问：…" before
         context = f"{context} {_question_before(hit.text, unit.start).lower()}"  # it, which names what
     # "能够测量角膜后表面的设备并不多，" and its list say one thing
-    own = f"{_list_lead(hit.text, unit).lower()} {lowered}".strip()
+    own = f"{_list_lead(hit.text, unit, read_back=True).lower()} {lowered}".strip()
     score = 0.7 * _coverage(terms, f"{context} {own}") + 0.1 * _coverage(terms, own)
     in_unit = set(part.aspects) & lex.passage_aspects(text)
     if "定义" in part.aspects and _defines(ask, part, text):
@@ -651,11 +652,19 @@ def _lead_in(text: str, start: int) -> str:
     return line if line.endswith(LEADS_INTO) or any(word in line for word in ANNOUNCES) else ""
 
 
-def _list_lead(text: str, unit: Unit) -> str:
+def _list_lead(text: str, unit: Unit, read_back: bool = False) -> str:
     """What a list's items are: its lead-in line, or for items run together in a sentence ("①经常性眼球胀痛…"),
-    the sentence before it in its line that announces them ("出现以下情况时，你可能已患上了青光眼…。"); else ""."""
+    the sentence before it in its line that announces them ("出现以下情况时，你可能已患上了青光眼…。"); else "".
+    `read_back`: a lead-in that names nothing ("包括但不限于:") is read with the paragraph before it, which says
+    what the list is of ("什么时候需要佩戴护目镜呢…")."""
     if unit.kind == "list":
-        return _lead_in(text, unit.start)
+        lead = _lead_in(text, unit.start)
+        own_lead = text[unit.start : unit.items[0][0]].strip() if unit.items else ""
+        bare = lead or own_lead
+        if read_back and bare and len(bare) <= BARE_LEAD_CHARS:
+            start = text.rfind(lead, 0, unit.start) if lead else unit.start
+            lead = f"{_paragraph_before(text, start)} {lead}".strip()
+        return lead
     if unit.kind != "sentence" or not _enumerates(unit, unit.text(text)):
         return ""
     line_start = text.rfind("\n", 0, unit.start) + 1
@@ -664,6 +673,14 @@ def _list_lead(text: str, unit: Unit) -> str:
         return ""
     sentence = text[before[-1][0] : before[-1][1]]
     return sentence if sentence.rstrip().endswith(LEADS_INTO) or any(w in sentence for w in ANNOUNCES) else ""
+
+
+def _paragraph_before(text: str, start: int) -> str:
+    """The paragraph that ends just before `start` (up to RUN_CHARS of its end)."""
+    end = text.rfind("\n\n", 0, start)
+    end = start if end < 0 or text[end:start].strip() else end
+    begin = text.rfind("\n\n", 0, max(end - 1, 0))
+    return text[begin + 2 if begin >= 0 else 0 : end].strip()[-RUN_CHARS:]
 
 
 def _line_of(text: str, start: int) -> str:
