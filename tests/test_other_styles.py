@@ -773,3 +773,30 @@ async def test_a_list_under_a_bare_lead_in_is_read_with_the_paragraph_before(tmp
     service = library(tmp_path, {"眼外伤（演示）.md": GOGGLES})
     lead = tldr((await service.ask("哪些时候应该戴护目镜？")).answer)
     assert "使用剪刀" in lead and "化学液体" in lead, lead
+
+
+GLISTENING = """# 人工晶体闪辉（演示）
+
+【演示材料】仅用于软件测试，不可用于临床决策。
+
+## 定义
+
+闪辉是人工晶体光学部内出现的充满液体的微小空泡，在裂隙灯下呈许多闪亮的小点。
+
+## 影响因素
+
+### 温度
+
+温度波动越大，越容易析出微空泡，术后早期的闪辉与此有关。
+
+### 材料
+
+各类材料都可能出现闪辉，以疏水性丙烯酸酯人工晶体最为多见。
+"""
+
+
+async def test_the_section_titled_by_the_word_asked_about_answers(tmp_path):
+    """ "哪种材料…" is answered under the heading "材料", not by a sentence that only shares "容易"."""
+    service = library(tmp_path, {"人工晶体闪辉（演示）.md": GLISTENING})
+    result = await _second_question(service, "人工晶体闪辉是什么？", "哪种材料最容易出现？")
+    assert "疏水性丙烯酸酯" in tldr(result.answer), result.answer

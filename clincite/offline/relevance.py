@@ -56,6 +56,7 @@ OPENING_SENTENCES = (
 )
 OPENING_CHARS = 200  # … up to this many characters
 CONTEXT_WEIGHT = 0.5  # the previous subject a question carries along without naming it, against its own words
+TITLED_BONUS = 0.1  # a unit under a heading that is the very word the question asks about
 OWN_CUE_BONUS = 0.03  # a unit naming the aspect in the asker's own word, over one naming it otherwise
 SEARCH_WEIGHT = 0.25  # how much the search engine's own score counts beside the reading of the passage
 RANK_WEIGHT = 0.05  # … and its rank
@@ -609,6 +610,8 @@ def _unit_score(
             score += OWN_CUE_BONUS
     elif over:
         score += 0.15
+    if path and _titled_by_term(path[-1], terms):
+        score += TITLED_BONUS  # under "#### 材料", what "哪种材料…" asks about is the section's very subject
     if ask.wants_number and _DIGIT.search(text):
         score += 0.15
         if _number_of_kind(ask, text, lex):  # 两三年 for 多久, not the 两个度数 of a sentence on another matter
@@ -630,6 +633,14 @@ def _enumerates(unit: Unit, text: str) -> bool:
     """A list, or a sentence that enumerates ("①经常性眼球胀痛…；②经常出现…", "A、B、C、D"): web pages and
     guidelines often run their items together in one paragraph."""
     return unit.kind == "list" or len(_INLINE_ITEM.findall(text)) >= INLINE_ITEMS or text.count("、") >= SERIES_MARKS
+
+
+def _titled_by_term(heading: str, terms: list[Weighted]) -> bool:
+    """The section's heading is one of the question's own words, as a label ("材料", "护目镜"), not a generic one."""
+    label = heading.strip().strip("#：: ").lower()
+    return any(
+        not w.term.generic and not w.term.context and label in w.term.variants and len(label) >= 2 for w in terms
+    )
 
 
 def _says_as_asked(ask: Ask, part: Part, text: str, lex: Lexicon) -> bool:
