@@ -800,3 +800,25 @@ async def test_the_section_titled_by_the_word_asked_about_answers(tmp_path):
     service = library(tmp_path, {"人工晶体闪辉（演示）.md": GLISTENING})
     result = await _second_question(service, "人工晶体闪辉是什么？", "哪种材料最容易出现？")
     assert "疏水性丙烯酸酯" in tldr(result.answer), result.answer
+
+
+EYE_INJURY = """# 儿童眼外伤（演示）
+
+【演示材料】仅用于软件测试，不可用于临床决策。
+
+## 眼外伤
+
+激光笔对准眼睛照射很危险，发现孩子这样玩要尽快制止。
+
+一旦受伤，不要揉眼或挤压眼球，立刻送医院。
+
+预防眼外伤，最有效的办法是做危险活动时戴护目镜。
+"""
+
+
+async def test_of_two_sentences_on_what_to_do_the_one_saying_more_of_it_wins_the_tie(tmp_path):
+    """ "万一已经伤到了呢？" after a question on preventing eye injuries: "不要揉眼…立刻送医院" says what to do,
+    "要尽快制止" only has 尽快 in passing."""
+    service = library(tmp_path, {"儿童眼外伤（演示）.md": EYE_INJURY})
+    result = await _second_question(service, "儿童眼外伤怎么预防？", "万一已经伤到了呢？")
+    assert "立刻送医院" in tldr(result.answer), result.answer

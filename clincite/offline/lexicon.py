@@ -49,13 +49,17 @@ class Lexicon:
 
     def passage_aspects(self, text: str) -> set[str]:
         """The aspects a heading or sentence names, longest cue first (不适合 is 禁忌证, not 适应证)."""
+        return {self.passage_cues[cue] for cue in self.passage_cues_in(text)}
+
+    def passage_cues_in(self, text: str) -> set[str]:
+        """The aspect cues a heading or sentence has, longest first (不适合, not 适合 within it)."""
         found: set[str] = set()
         taken = [False] * len(text)
         for cue in self._cues_by_length:
             start = text.find(cue)
             while start >= 0:
                 if not any(taken[start : start + len(cue)]) and not _asks_either(text, start, cue):
-                    found.add(self.passage_cues[cue])
+                    found.add(cue)
                     taken[start : start + len(cue)] = [True] * len(cue)
                 start = text.find(cue, start + 1)
         return found

@@ -57,6 +57,8 @@ OPENING_SENTENCES = (
 OPENING_CHARS = 200  # … up to this many characters
 CONTEXT_WEIGHT = 0.5  # the previous subject a question carries along without naming it, against its own words
 TITLED_BONUS = 0.1  # a unit under a heading that is the very word the question asks about
+CUE_TIE_STEP = 0.005  # each further word of the unit saying the aspect asked (up to EXTRA_CUES): a tie-break
+EXTRA_CUES = 2
 OWN_CUE_BONUS = 0.03  # a unit naming the aspect in the asker's own word, over one naming it otherwise
 SEARCH_WEIGHT = 0.25  # how much the search engine's own score counts beside the reading of the passage
 RANK_WEIGHT = 0.05  # … and its rank
@@ -605,7 +607,9 @@ def _unit_score(
     if own_heading and not own_heading & set(part.aspects) and not set(part.aspects) & lex.free_aspects:
         in_unit = set()  # under "适用人群", a sentence saying 不适合 … does not make the section a 禁忌证 one
     if in_unit:
-        score += 0.25
+        # A unit saying the aspect in more words ("不要挤压，立刻送医院": 立刻、送医) wins a tie with one whose only
+        # cue is 尽快 in passing; a tie-break only, for cue lists are broad (分类 is a 定义 cue).
+        score += 0.25 + CUE_TIE_STEP * min(len(_cues_of(part, lowered, lex)) - 1, EXTRA_CUES)
         if _says_as_asked(ask, part, lowered, lex):
             score += OWN_CUE_BONUS
     elif over:
@@ -641,6 +645,10 @@ def _titled_by_term(heading: str, terms: list[Weighted]) -> bool:
     return any(
         not w.term.generic and not w.term.context and label in w.term.variants and len(label) >= 2 for w in terms
     )
+
+
+def _cues_of(part: Part, text: str, lex: Lexicon) -> list[str]:
+    return [cue for cue in lex.passage_cues_in(text) if lex.passage_cues[cue] in part.aspects]
 
 
 def _says_as_asked(ask: Ask, part: Part, text: str, lex: Lexicon) -> bool:
