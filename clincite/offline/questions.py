@@ -72,7 +72,7 @@ class Term:
     quoted: bool = False  # the asker put it in quotes (哪几个“不要”): the text's own word, whatever it is
     modifier: bool = False  # "X的Y": X says whose Y is asked (手术显微镜的脚踏), Y is what is asked about
     either: str = ""  # "A或B": the term this one is an alternative to (B's is A); a text may name either
-    context: bool = False  # the previous subject, carried along by a question in a chat that names none of its own
+    context: bool = False  # the chat's last subject, carried along as context: weighed where named, never required
 
 
 @dataclass
@@ -187,8 +187,8 @@ def analyse(
     question: str, previous: list[str] | None = None, lexicon: Lexicon | None = None, together: Together | None = None
 ) -> Ask:
     """Analyse a question; `previous` are the earlier user questions of the chat, oldest first. `together`
-    (`written_together`): whether the library writes of two terms in one passage, which makes a question naming a
-    subject of its own a follow-up of the last one when the two belong together."""
+    (`written_together`): whether the library writes of the question's own subject mostly with the last one, which
+    makes a question naming a subject of its own a follow-up of the last one."""
     lex = lexicon or get_lexicon()
     text = question.strip().strip(TRAILING)
     text = _space_after_opener(_normalise_asking(text), lex)

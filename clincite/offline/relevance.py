@@ -74,9 +74,8 @@ QUOTES = " “\"「『‘'"  # a sentence quoted ("“这个疾病…”") refer
 LEADS_INTO = ("：", ":", "，", ",")  # a line ending so carries on into the list below it
 BARE_LEAD_CHARS = 10  # a lead-in this short ("包括但不限于:", "如下：") names nothing of what its list is
 INLINE_ITEMS = 2  # a sentence with this many enumerators of its own (①…②…, （1）…（2）…) is a list
-SERIES_MARKS = (
-    3  # … and so is one naming four things or more apart by 、 ("包含了SRK/T、Hoffer Q、Haigis、Shammas公式")
-)
+# … and so is a sentence naming four things or more apart by 、 ("包含了SRK/T、Hoffer Q、Haigis、Shammas公式")
+SERIES_MARKS = 3
 _INLINE_ITEM = re.compile(r"[\u2460-\u2473\u2776-\u277f]|[（(][1-9]\d?[）)]")
 ANNOUNCES = ("以下", "如下", "下列", "包括", "分为", "有几点", "几种")  # the answer follows this sentence
 CARRY_ON = ("另外", "此外", "同时", "并且", "而且", "其中", "因此", "所以", "但", "①", "②", "③", "1.", "2.", "3.")
