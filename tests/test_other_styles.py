@@ -739,6 +739,7 @@ async def test_a_question_naming_nothing_of_its_own_goes_on_about_the_last_subje
     result = await _second_question(service, "近视激光手术后为什么容易干眼？", "一般会持续多久？")
     assert any("干眼" in q.text for q in result.sub_queries), result.sub_queries
     assert "3～6个月" in tldr(result.answer), result.answer
+    assert "**近视激光手术、干眼：病程**" in conclusion(result.answer), "evidence titled by the subject carried on"
 
 
 async def test_a_new_subject_the_library_writes_of_with_the_last_one_is_asked_in_its_setting(tmp_path):

@@ -111,6 +111,15 @@ class Ask:
             return max(subjects, key=lambda t: (t.entity, len(t.text))).text
         return "".join(t.text for t in self.terms) or self.resolved
 
+    @property
+    def shown_subject(self) -> str:
+        """What a clinician reads as the subject: the last subject carried along when the question names nothing of
+        its own ("一般会持续多久？" after 近视激光手术后干眼 → 近视激光手术、干眼), else `subject`."""
+        carried = [t.text for t in self.terms if t.context]
+        if carried and not any(_names_a_subject(t) for t in self.terms if not t.context):
+            return "、".join(carried)
+        return self.subject
+
     def search_text(self, aspect: str = "", subjects: list[Term] | None = None) -> str:
         """What search gets, readable as a sub-query: "离焦框架眼镜的禁忌证", then the question's other content words
         and its own words for the aspect ("不适合"); never a question word."""

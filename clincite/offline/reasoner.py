@@ -197,7 +197,7 @@ def _focus(aspect: str, subjects) -> str:
 
 
 def _asked(ask: Ask, part: Part) -> str:
-    subject = "、".join(s.text for s in part.subjects) if part.subjects else ask.subject
+    subject = "、".join(s.text for s in part.subjects) if part.subjects else ask.shown_subject
     return f"{subject}的{'、'.join(part.aspects)}" if part.aspects else subject
 
 
@@ -207,7 +207,7 @@ def _where(evidence: Evidence) -> str:
 
 def _basis(ask: Ask, part: Part, evidence: Evidence) -> ExtractBasis:
     """The evidence item's title and 说明: where the passage stands and why it was kept (not filler)."""
-    subject = "、".join(s.text for s in part.subjects) if part.subjects else ask.subject
+    subject = "、".join(s.text for s in part.subjects) if part.subjects else ask.shown_subject
     title = (
         f"{subject}的{evidence.aspect}"
         if evidence.aspect
