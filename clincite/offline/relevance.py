@@ -27,14 +27,14 @@ from typing import Protocol
 
 from clincite.core.shapes import Hit
 from clincite.offline.lexicon import Lexicon, get_lexicon
-from clincite.offline.questions import Ask, Term, compound
+from clincite.offline.questions import NAMING_RARITY, Ask, Term, compound
 from clincite.text.tokenizer import get_tokenizer
 from clincite.text.units import Unit, is_reference, sentences, split_units
 
 COVERAGE_FLOOR = 0.55  # a passage must cover at least this share of the question's term weight
 MAX_DECISIVE = 2
 TOPIC_SHARE = 0.3  # a term in this share of the KB's passages or more is what the library is about: never decisive
-DECIDING_RARITY = 11.0  # general-Chinese rarity (Tokenizer.general_rarity) from which a word may decide
+DECIDING_RARITY = NAMING_RARITY  # a word rare enough to name a subject (questions.py) may decide
 UNSEEN_DECIDING_RARITY = 9.5  # … or, for a word this library never uses (品牌 in a library without brands), this
 DECISIVE_SHARE = 0.6  # a term weighing this share of the heaviest one is decisive: some passage must contain it
 PARTIAL_MATCH = 0.5  # a term matched only by one of its sub-words (红光 for 红光治疗)
