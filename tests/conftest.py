@@ -437,26 +437,32 @@ def send_question(page, question: str) -> None:
     """Type a question into the chat box and send it, as a clinician does once the page is ready.
 
     Chainlit keeps the send button disabled until its socket is connected, and may remount the composer (empty) while
-    a resumed thread loads; Enter pressed meanwhile is silently ignored. So type until the button is enabled with
-    the question in the box, click it, and check the box was emptied (the question went out).
+    a resumed thread loads, even after the button was enabled; a click or Enter meanwhile is lost. So type until the
+    button is enabled with the question in the box, click, and count the question as sent only once a new user
+    message with its text is shown; otherwise type it again.
     """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import expect
 
     box, submit = page.locator("textarea#chat-input"), page.locator("#chat-submit")
-    deadline = time.time() + 60
+    sent = page.locator(".step[data-step-type='user_message']").filter(has_text=question)
+    already = sent.count()
+    deadline = time.time() + 90
     while True:
-        if box.input_value() != question:
-            box.fill(question)
         try:
+            if box.input_value(timeout=2_000) != question:
+                box.fill(question, timeout=2_000)
             expect(submit).to_be_enabled(timeout=2_000)
-            break
-        except AssertionError:
+            submit.click(timeout=2_000)
+            expect(sent).to_have_count(already + 1, timeout=15_000)
+            return
+        except (AssertionError, PlaywrightTimeout):
+            if sent.count() > already:  # shown late: it did go out, so do not send it twice
+                return
             if time.time() > deadline:
                 (ROOT / "test-artifacts" / "browser").mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(ROOT / "test-artifacts" / "browser" / "send-question-failed.png"))
                 raise
-    submit.click()
-    expect(box).to_have_value("", timeout=30_000)
 
 
 def give_feedback(page, answer, thumbs_up: bool, comment: str) -> None:
