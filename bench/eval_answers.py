@@ -7,7 +7,8 @@
     python bench/eval_answers.py --show-misses            # which cases fail which measure, and what the TL;DR said
     python bench/eval_answers.py --all --corpora ~/clincite-corpora    # every library of bench/cases/, one table
 
-`--all` runs every case file `bench/cases/<library>.json` on the library `<corpora>/<library>/` (built as
+`--all` runs every case file `bench/cases/<library>.json` (or `<library>.<set>.json`, a second set of cases such as
+`myzd.blind.json`) on the library `<corpora>/<library>/` (built as
 bench/corpora.md says; `sample_kb*` case files run on the repository's sample_kb/), plus the team's own
 bench/answer_cases.json, and prints one row per library; a library whose folder is missing is listed as skipped.
 `--kb-root DIR` reuses knowledge bases already ingested into DIR/<library>/ instead of building them.
@@ -336,8 +337,8 @@ def libraries(corpora: Path) -> list[tuple[str, Path, Path]]:
     """(name, cases file, documents folder) of every library: the team's own cases first, then bench/cases/."""
     found = [("sample_kb（团队用例 team cases）", DEFAULT_CASES, DEFAULT_DOCS)]
     for cases in sorted(CASES_DIR.glob("*.json")):
-        name = cases.stem
-        found.append((name, cases, DEFAULT_DOCS if name.startswith("sample_kb") else corpora / name))
+        name = cases.stem  # "myzd.blind": a second case set on the library myzd
+        found.append((name, cases, DEFAULT_DOCS if name.startswith("sample_kb") else corpora / name.split(".")[0]))
     return found
 
 

@@ -823,3 +823,53 @@ async def test_of_two_sentences_on_what_to_do_the_one_saying_more_of_it_wins_the
     service = library(tmp_path, {"儿童眼外伤（演示）.md": EYE_INJURY})
     result = await _second_question(service, "儿童眼外伤怎么预防？", "万一已经伤到了呢？")
     assert "立刻送医院" in tldr(result.answer), result.answer
+
+
+def test_a_comparison_splits_at_its_joiner_not_at_every_word():
+    """ "A和B有什么区别" with names the lexicon does not know is two parts, one per joined phrase, each searched with
+    the question's other words; before, every content word became a part of its own (腿疼的区别, 痛的区别 …)."""
+    ask = analyse("孩子腿疼，生长痛和骨肉瘤的疼有啥区别？")
+    assert [[t.text for t in group] for group in ask.compared] == [["生长", "痛"], ["骨肉瘤"]]
+    assert [text for text, _, _ in ask.sub_queries()] == ["生长、痛的区别 孩子 腿疼 疼", "骨肉瘤的区别 孩子 腿疼 疼"]
+
+    each = analyse("急性中耳炎鼓膜一穿孔，耳痛和发烧分别会怎么变？")  # 一 ("as soon as") is no word to find
+    parts = [text for text, _, _ in each.sub_queries()]
+    assert len(parts) == 2 and all("急性中耳炎" in p and "鼓膜" in p for p in parts)
+    assert parts[0].startswith("耳痛") and parts[1].startswith("发烧")
+
+    longer = analyse("早期喉癌放疗和手术相比，对嗓子发声的影响有什么区别？")  # 早期喉癌 qualifies both
+    assert [[t.text for t in group] for group in longer.compared] == [["放疗"], ["手术"]]
+    assert all("喉癌" in text for text, _, _ in longer.sub_queries())
+
+    listed = analyse("近视、远视和散光分别是什么原因引起的？")  # "、" joins as "和" does
+    assert [[t.text for t in group] for group in listed.compared] == [["近视"], ["远视"], ["散光"]]
+
+
+def test_a_name_of_letters_and_digits_stays_one_word():
+    """DN4 and I-DN4 are two scales: cut into DN + 4 they were one part searching "DN的区别 4 I"."""
+    ask = analyse("DN4和I-DN4量表有什么区别？")
+    assert [t.text for t in ask.terms] == ["DN4", "I-DN4", "量表"]
+    assert [text for text, _, _ in ask.sub_queries()] == ["DN4的区别 量表", "I-DN4的区别 量表"]
+
+
+def test_colloquial_question_words_ask_as_their_plain_forms():
+    """为啥 asks why and 咋办 what to do, as 为什么 and 怎么办 do; 啥 and 娃 are no subject to find."""
+    why = analyse("小朋友连着刷几个小时平板，视力为啥会一下子掉下来？")
+    assert why.aspects == ["原因"] and "为啥" not in [t.text for t in why.terms]
+    assert "处理" in analyse("孩子眼睛进了沙子咋办？").aspects
+    assert "啥" not in [t.text for t in analyse("复位做完回家要注意点啥？").terms]
+
+
+async def test_a_title_with_book_title_marks_is_cited_as_a_title_within_a_title(tmp_path):
+    """A page titled 《健康报》：“…” is cited 《〈健康报〉：“…”》: with its own 《》 the citation ended early and the
+    quote failed its check although it is in the document word for word."""
+    page = (
+        "<html><head><title>《健康报》：为病人着想的眼科门诊（演示）</title></head><body>"
+        "<h1>《健康报》：为病人着想的眼科门诊（演示）</h1>"
+        "<p>该门诊为术后干眼患者设立专门随访，每位患者术后一周、一个月和三个月各复查一次。</p>"
+        "<p>门诊还为老年白内障患者提供术前宣教。</p></body></html>"
+    )
+    service = library(tmp_path, {"3001bd01.html": page})
+    result = await service.ask("术后干眼患者多久复查一次？")
+    assert result.citations and all(c.verified for c in result.citations)
+    assert "《〈健康报〉：为病人着想的眼科门诊（演示）》" in result.answer

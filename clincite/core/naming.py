@@ -22,6 +22,8 @@ _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 # A "word": three or more Latin letters with a vowel ("guideline", "scan", "myopia"); "kp", "xq", "a3f9" are not.
 _WORD = re.compile(r"[A-Za-z]*[aeiouyAEIOUY][A-Za-z]*")
 
+_NESTED = str.maketrans({"《": "〈", "》": "〉"})
+
 _mode: CitedName = "auto"
 _titles: dict[str, str] = {}
 
@@ -52,13 +54,21 @@ def looks_like_identifier(name: str) -> bool:
 
 def display_source(source: str, title: str | None = None) -> str:
     """The name clinicians see and the LLM cites: the file name, or the document's title (see module doc)."""
-    stem = file_stem(source)
-    title = (title if title is not None else _titles.get(source, "")).strip()
+    return _chosen_name(file_stem(source), (title if title is not None else _titles.get(source, "")).strip())
+
+
+def _chosen_name(stem: str, title: str) -> str:
     if not title or title == stem or _mode == "file":
-        return stem
+        return nested(stem)
     if _mode == "title" or looks_like_identifier(stem) or (not _CJK.search(stem) and _CJK.search(title)):
-        return title
-    return stem
+        return nested(title)
+    return nested(stem)
+
+
+def nested(name: str) -> str:
+    """A name cited inside 《…》 writes its own book-title marks as 〈…〉, as Chinese does for a title within a title
+    (《〈健康报〉：……》); left as 《》 they would end the citation early and fail its check."""
+    return name.translate(_NESTED)
 
 
 def source_names(source: str, title: str | None = None) -> set[str]:
@@ -68,5 +78,5 @@ def source_names(source: str, title: str | None = None) -> set[str]:
 
 def strip_source_name(name: str) -> str:
     """《低浓度阿托品临床应用指南（演示）.md》 and 《低浓度阿托品临床应用指南（演示）》 name the same source."""
-    name = name.strip()
+    name = nested(name.strip())
     return re.sub(r"\.(md|markdown|txt|text|pdf|docx|html?)$", "", name, flags=re.I)

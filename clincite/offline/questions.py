@@ -54,8 +54,11 @@ _PUNCT = re.compile(r"^[\W_]+$")
 _ASKS_NUMBER = re.compile(r"^(?:多少|多久|多长|几[个次天日周月年岁级针点度])")
 # "什么是X / X是什么 / X到底是什么东西 / X是啥": what X is, when nothing else is asked (定义, a free aspect: a boost)
 _WHAT_IS = re.compile(r"^什么是|^[^哪几最]*是(?:什么|啥)(?:东西|意思|病)?$")
-_NUMBER_SPLIT = re.compile(r"(\d+(?:\.\d+)?\s*[%％]?)")
+_CODE = r"(?=[A-Za-z\d-]*\d)[A-Za-z][A-Za-z\d]*(?:-[A-Za-z\d]+)*"  # Latin letters with a digit: DN4, IL-6
+_NUMBER_SPLIT = re.compile(rf"((?<![A-Za-z\d-]){_CODE}(?![A-Za-z\d])|\d+(?:\.\d+)?\s*[%％]?)")
+_CODE_NAME = re.compile(_CODE)
 _COUNT_WORD = re.compile(r"^[一二两三四五六七八九十几多]{1,2}[类种个项大条点样]$")  # 三类、两种: a count
+NUMERALS = set("一二两三四五六七八九十")  # a numeral standing alone
 _QUOTED = re.compile(r"[“\"「『‘]([^”\"」』’]{1,20})[”\"」』’]")
 MAX_QUOTED_CHARS = 12  # a longer quote is a sentence the asker recalls, not a word to find
 _ASKS_GRADES = re.compile(r"^几[级期型]$")
@@ -88,6 +91,7 @@ class Ask:
     choice: bool = False  # "A还是B": which of them (for whom, when): what tells them apart
     each: bool = False  # "分别、各自": every subject (or aspect) answered on its own
     many: bool = False  # "哪些设备…": the answer is several things, typically a list
+    compared: list[list[Term]] = field(default_factory=list)  # "A和B": the noun phrases joined (生长痛 | 骨肉瘤)
     setting: list[Term] = field(default_factory=list)  # the chat's last subject, for a question naming its own:
     # judged where a passage names it (加巴喷丁's dose for PHN, in a chat on PHN), never searched or shown
 
@@ -128,11 +132,17 @@ class Ask:
         if aspect:
             head = f"{head}的{aspect}" if head else aspect
         lex = get_lexicon()
-        rest = [t.text for t in self.terms if t not in chosen and (subjects is None or t not in self.subjects)]
+        rest = [t.text for t in self.terms if t not in chosen and (subjects is None or t not in self.set_apart)]
         rest.sort(key=lambda word: word not in self.resolved)  # the question's own order, inherited words first
         rest += [c for c in self.cues if lex.aspect_of(c) == aspect and c != aspect] if aspect else []
         rest += lex.quantity_search.get(self.quantity, [])  # "孩子多大可以戴OK镜": where the text gives an age
         return " ".join(dict.fromkeys(w for w in [head, *rest] if w)) or self.resolved
+
+    @property
+    def set_apart(self) -> list[Term]:
+        """The terms one part of "A和B分别…" is not about when it is about one of them: the joined phrases (the
+        question's other words — 急性中耳炎 of "…耳痛和发烧分别…" — go with every part), else every subject."""
+        return [t for group in self.compared for t in group] if self.compared else self.subjects
 
     def _heads(self) -> list[Term]:
         """What a part of the question is about: "A和B" both, else the one most specific subject."""
@@ -149,7 +159,8 @@ class Ask:
         # "A还是B" is one question (which one, for whom): answered where the text weighs them, not of each apart
         if self.joined and len(subjects) >= 2 and (self.each or ("区别" in self.aspects and not self.choice)):
             aspect = self.aspects[0] if self.aspects else ""
-            return [(self.search_text(aspect, [s]), aspect, [s]) for s in subjects]
+            groups = self.compared or [[s] for s in subjects]
+            return [(self.search_text(aspect, group), aspect, group) for group in groups]
         aspect = self.aspects[0] if self.aspects else ""
         return [(self.search_text(aspect), aspect, None)]
 
@@ -315,14 +326,7 @@ def compound(ask: Ask, subject: str) -> list[Term]:
     """The subject and the terms written onto it without a break (a gloss in brackets included): the noun phrase
     it heads or modifies — 人工晶体 + 闪辉 (glistening), 蓝光滤过型 + 人工晶体."""
     text = ask.resolved
-    placed = []
-    cursor = 0
-    for term in ask.terms:
-        at = text.find(term.text, cursor)
-        if at < 0:
-            continue
-        placed.append((at, at + len(term.text), term))
-        cursor = at + len(term.text)
+    placed = _placed(ask)
     index = next((i for i, (_, _, t) in enumerate(placed) if t.text == subject), None)
     if index is None:
         return [t for t in ask.terms if t.text == subject]
@@ -372,10 +376,11 @@ def _space_after_opener(text: str, lex: Lexicon) -> str:
 
 
 def _words(text: str) -> list[str]:
-    """jieba's words, numbers kept whole (0.01%, 1.3375: jieba would cut them at the point)."""
+    """jieba's words, numbers kept whole (0.01%, 1.3375: jieba would cut them at the point), and names in Latin
+    letters with digits (DN4, I-DN4, IL-6: a scale or a marker, not a name and a number)."""
     words: list[str] = []
     for piece in _NUMBER_SPLIT.split(text):
-        if _NUMBER_SPLIT.fullmatch(piece):
+        if _NUMBER_SPLIT.fullmatch(piece) or _CODE_NAME.fullmatch(piece):
             words.append(piece)
         elif piece:
             words += [w for w in get_tokenizer().words(piece) if w.strip() and not _PUNCT.match(w)]
@@ -409,6 +414,7 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
     earlier questions a demonstrative could point back to."""
     stopwords = get_tokenizer().stopwords
     marker, skip, offered = "", False, ""
+    joins: list[int] = []  # the index of the term before each joiner between two subjects
     for index, token in enumerate(tokens):
         if skip:
             skip = False
@@ -436,6 +442,7 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
             ask.joined = ask.joined or between
             ask.choice = ask.choice or (between and token in CHOICE_JOINERS)
             offered = ask.terms[-1].text if between and token in EITHER_JOINERS else ""
+            joins += [len(ask.terms) - 1] if between else []
             continue
         if token in lex.split_words:
             ask.each = True
@@ -448,8 +455,8 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
         if token in lex.function_words:  # 能不能 is a question word, not 不能 (禁忌证)
             ask.many = ask.many or token in MANY_WORDS
             continue
-        if _COUNT_WORD.match(token):  # "最常见的三类问题": a text counts its list its own way (三大问题), or not at all
-            continue
+        if _COUNT_WORD.match(token) or token in NUMERALS:  # "最常见的三类问题": a text counts its list its own way
+            continue  # (三大问题), or not at all; "鼓膜一穿孔": 一 is "as soon as", no word to find
         cue = next((c for c in lex.ask_cues if len(c) >= 2 and token.endswith(c) and len(token) > len(c)), None)
         if cue and lowered not in lex.entities:  # 激光治疗 → 激光 + the aspect 治疗
             _add_cue(ask, cue, lex)
@@ -463,6 +470,7 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
         ask.terms.append(term)
     if ask.joined and len(ask.subjects) < 2:
         ask.joined = ask.choice = False
+    ask.compared = _compared(ask, joins) if ask.joined else []
     subjects = {t.text for t in ask.subjects}
     offers = [(t.either, t.text) for t in ask.terms if t.either]
     if offers and not any(a in subjects and b in subjects for a, b in offers):
@@ -470,6 +478,71 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
     if ask.choice and not ask.aspects:  # "散瞳验光用环喷托酯还是阿托品？" asks when each is the one to use
         _add_cue(ask, "比较", lex)
     return marker
+
+
+def _compared(ask: Ask, joins: list[int]) -> list[list[Term]]:
+    """The noun phrases "A和B" joins, each as the terms written together without a break up to the joiner:
+    "生长痛和骨肉瘤的疼" → 生长+痛 | 骨肉瘤. Where one side runs on longer than the other, its words beyond the
+    other's length are shared by both ("早期喉癌放疗和手术": 放疗 | 手术, of 早期喉癌). [] when a joined side is
+    not placed in the text or is all generic words."""
+    placed = _placed(ask)
+    index_of = {id(t): i for i, (_, _, t) in enumerate(placed)}
+    groups: list[list[int]] = []
+    for join in joins:
+        left, right = ask.terms[join], ask.terms[join + 1] if join + 1 < len(ask.terms) else None
+        if right is None or id(left) not in index_of or id(right) not in index_of:
+            return []
+        a, b = _run(placed, ask.resolved, index_of[id(left)], -1), _run(placed, ask.resolved, index_of[id(right)], 1)
+        a, b = _trim(placed, a, _span(placed, b), from_end=True), _trim(placed, b, _span(placed, a), from_end=False)
+        if groups and groups[-1][-1] >= a[0]:  # "A、B和C": B ends the last join and starts this one
+            groups[-1] = sorted(set(groups[-1]) & set(a)) or groups[-1]
+        else:
+            groups.append(a)
+        groups.append(b)
+    while groups and groups[0][0] > 0 and _listed(ask.resolved, placed, groups[0][0]):  # "近视、远视和散光"
+        before = _run(placed, ask.resolved, groups[0][0] - 1, -1)
+        groups.insert(0, _trim(placed, before, _span(placed, groups[0]), from_end=True))
+    terms = [[placed[i][2] for i in group if not placed[i][2].generic] for group in groups]
+    return terms if len(terms) >= 2 and all(terms) else []
+
+
+def _listed(text: str, placed: list[tuple[int, int, Term]], first: int) -> bool:
+    """Whether the term at `first` follows the one before it in an enumeration ("、"), which jieba's words omit."""
+    return text[placed[first - 1][1] : placed[first][0]].strip() == "、"
+
+
+def _placed(ask: Ask) -> list[tuple[int, int, Term]]:
+    """The question's terms with where each is written in the resolved text, in order."""
+    placed, cursor = [], 0
+    for term in ask.terms:
+        at = ask.resolved.find(term.text, cursor)
+        if at >= 0:
+            placed.append((at, at + len(term.text), term))
+            cursor = at + len(term.text)
+    return placed
+
+
+def _run(placed: list[tuple[int, int, Term]], text: str, start: int, step: int) -> list[int]:
+    """From a term, the neighbouring terms written onto it without a break, towards `step` (-1 left, 1 right)."""
+    run = [start]
+    while 0 <= run[-1] + step < len(placed):
+        left, right = sorted((run[-1], run[-1] + step))
+        if text[placed[left][1] : placed[right][0]]:
+            break
+        run.append(run[-1] + step)
+    return sorted(run)
+
+
+def _span(placed: list[tuple[int, int, Term]], run: list[int]) -> int:
+    return placed[run[-1]][1] - placed[run[0]][0]
+
+
+def _trim(placed: list[tuple[int, int, Term]], run: list[int], length: int, from_end: bool) -> list[int]:
+    """The terms of a run nearest the joiner that cover `length` characters (the other side's): the rest of a
+    longer side qualifies both."""
+    order = list(reversed(run)) if from_end else run
+    choices = [sorted(order[: n + 1]) for n in range(len(order))]
+    return min(choices, key=lambda kept: (abs(_span(placed, kept) - length), len(kept)))  # ties: the shorter
 
 
 def _reason_over_negation(ask: Ask, lex: Lexicon) -> None:
@@ -493,7 +566,11 @@ def _same_sentence(text: str, why: int, cue: int) -> bool:
 
 def _verb_with_object(cue: str, following: list[str], lex: Lexicon) -> bool:
     """ "可以预防近视吗" asks whether it prevents 近视 (a verb and its object), not for precautions (怎么预防？)."""
-    if cue not in OBJECT_VERBS or not following:
+    return cue in OBJECT_VERBS and _has_object(following, lex)
+
+
+def _has_object(following: list[str], lex: Lexicon) -> bool:
+    if not following:
         return False
     word = following[0]
     return word.lower() in lex.entities or (word not in lex.function_words and get_tokenizer().is_noun(word))

@@ -210,7 +210,7 @@ def _decisive(terms: list[Weighted]) -> list[Weighted]:
 def _terms_of(ask: Ask, part: Part) -> list[Term]:
     if part.subjects is None:
         return [*ask.terms, *ask.setting]
-    others = [t for t in ask.terms if t not in ask.subjects]
+    others = [t for t in ask.terms if t not in ask.set_apart]
     return [*part.subjects, *others, *ask.setting]
 
 
