@@ -830,7 +830,7 @@ def test_a_comparison_splits_at_its_joiner_not_at_every_word():
     the question's other words; before, every content word became a part of its own (腿疼的区别, 痛的区别 …)."""
     ask = analyse("孩子腿疼，生长痛和骨肉瘤的疼有啥区别？")
     assert [[t.text for t in group] for group in ask.compared] == [["生长", "痛"], ["骨肉瘤"]]
-    assert [text for text, _, _ in ask.sub_queries()] == ["生长、痛的区别 孩子 腿疼 疼", "骨肉瘤的区别 孩子 腿疼 疼"]
+    assert [text for text, _, _ in ask.sub_queries()] == ["生长痛的区别 孩子 腿疼 疼", "骨肉瘤的区别 孩子 腿疼 疼"]
 
     each = analyse("急性中耳炎鼓膜一穿孔，耳痛和发烧分别会怎么变？")  # 一 ("as soon as") is no word to find
     parts = [text for text, _, _ in each.sub_queries()]
@@ -873,3 +873,16 @@ async def test_a_title_with_book_title_marks_is_cited_as_a_title_within_a_title(
     result = await service.ask("术后干眼患者多久复查一次？")
     assert result.citations and all(c.verified for c in result.citations)
     assert "《〈健康报〉：为病人着想的眼科门诊（演示）》" in result.answer
+
+
+def test_a_question_line_in_a_passage_is_never_what_the_conclusion_says():
+    """A page asks its own questions between its answers ("…需做哪些检查呢？"): summing up a long extract takes a
+    sentence that says something, never the page's question."""
+    from clincite.report.extractive import key_unit
+
+    text = (
+        "鼓膜穿破流脓后，耳痛顿减，体温即逐渐下降，全身症状明显减轻（演示）。\n\n"
+        "急性中耳炎需做哪些检查呢？\n\n"
+        "耳内镜检查可见鼓膜充血、肿胀、向外膨出，穿孔后可见脓液从穿孔处涌出，这是诊断的主要依据之一（演示）。"
+    )
+    assert key_unit(text, "急性中耳炎需做哪些检查") != "急性中耳炎需做哪些检查呢？"

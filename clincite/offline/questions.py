@@ -128,7 +128,7 @@ class Ask:
         """What search gets, readable as a sub-query: "离焦框架眼镜的禁忌证", then the question's other content words
         and its own words for the aspect ("不适合"); never a question word."""
         chosen = subjects if subjects is not None else self._heads()
-        head = "、".join(t.text for t in chosen)
+        head = self.named(chosen)
         if aspect:
             head = f"{head}的{aspect}" if head else aspect
         lex = get_lexicon()
@@ -137,6 +137,12 @@ class Ask:
         rest += [c for c in self.cues if lex.aspect_of(c) == aspect and c != aspect] if aspect else []
         rest += lex.quantity_search.get(self.quantity, [])  # "孩子多大可以戴OK镜": where the text gives an age
         return " ".join(dict.fromkeys(w for w in [head, *rest] if w)) or self.resolved
+
+    def named(self, terms: list[Term]) -> str:
+        """Terms as a clinician reads them: as the question writes them when they stand together (生长痛 of 生长 +
+        痛), else listed (DIMS、HAL)."""
+        together = "".join(t.text for t in terms)
+        return together if len(terms) > 1 and together in self.resolved else "、".join(t.text for t in terms)
 
     @property
     def set_apart(self) -> list[Term]:

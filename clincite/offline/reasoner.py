@@ -113,7 +113,7 @@ class OfflineReasoner:
     def plan(self, question: str, history: list[ChatTurn]) -> list[SubQueryDraft]:
         ask = analyse(question, previous_questions(history), together=self._together(history))
         return [
-            SubQueryDraft(text=text, focus=_focus(aspect, subjects))
+            SubQueryDraft(text=text, focus=_focus(aspect, ask.named(subjects) if subjects else ""))
             for text, aspect, subjects in ask.sub_queries()[: self.max_sub_queries]
         ]
 
@@ -190,14 +190,14 @@ class OfflineReasoner:
         return f"{text} {' '.join(c for c in cues if c not in text)}".strip()
 
 
-def _focus(aspect: str, subjects) -> str:
-    if subjects:
-        return "、".join(s.text for s in subjects) + (f"的{aspect}" if aspect else "")
+def _focus(aspect: str, subject: str) -> str:
+    if subject:
+        return subject + (f"的{aspect}" if aspect else "")
     return aspect or GENERAL_FOCUS
 
 
 def _asked(ask: Ask, part: Part) -> str:
-    subject = "、".join(s.text for s in part.subjects) if part.subjects else ask.shown_subject
+    subject = ask.named(part.subjects) if part.subjects else ask.shown_subject
     return f"{subject}的{'、'.join(part.aspects)}" if part.aspects else subject
 
 
@@ -207,7 +207,7 @@ def _where(evidence: Evidence) -> str:
 
 def _basis(ask: Ask, part: Part, evidence: Evidence) -> ExtractBasis:
     """The evidence item's title and 说明: where the passage stands and why it was kept (not filler)."""
-    subject = "、".join(s.text for s in part.subjects) if part.subjects else ask.shown_subject
+    subject = ask.named(part.subjects) if part.subjects else ask.shown_subject
     title = (
         f"{subject}的{evidence.aspect}"
         if evidence.aspect

@@ -188,6 +188,8 @@ def _answers(unit: Unit, text: str) -> bool:
         return False
     if body.endswith(("：", ":")):  # a lead-in without its list says nothing yet
         return False
+    if body.endswith(("？", "?")):  # a question ("急性中耳炎需做哪些检查呢？") heads what follows, answers nothing
+        return False
     return sum(1 for c in body if "\u4e00" <= c <= "\u9fff" or c.isalpha()) >= 4
 
 
