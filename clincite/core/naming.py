@@ -54,10 +54,8 @@ def looks_like_identifier(name: str) -> bool:
 
 def display_source(source: str, title: str | None = None) -> str:
     """The name clinicians see and the LLM cites: the file name, or the document's title (see module doc)."""
-    return _chosen_name(file_stem(source), (title if title is not None else _titles.get(source, "")).strip())
-
-
-def _chosen_name(stem: str, title: str) -> str:
+    stem = file_stem(source)
+    title = (title if title is not None else _titles.get(source, "")).strip()
     if not title or title == stem or _mode == "file":
         return nested(stem)
     if _mode == "title" or looks_like_identifier(stem) or (not _CJK.search(stem) and _CJK.search(title)):

@@ -572,11 +572,7 @@ def _same_sentence(text: str, why: int, cue: int) -> bool:
 
 def _verb_with_object(cue: str, following: list[str], lex: Lexicon) -> bool:
     """ "可以预防近视吗" asks whether it prevents 近视 (a verb and its object), not for precautions (怎么预防？)."""
-    return cue in OBJECT_VERBS and _has_object(following, lex)
-
-
-def _has_object(following: list[str], lex: Lexicon) -> bool:
-    if not following:
+    if cue not in OBJECT_VERBS or not following:
         return False
     word = following[0]
     return word.lower() in lex.entities or (word not in lex.function_words and get_tokenizer().is_noun(word))

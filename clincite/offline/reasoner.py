@@ -196,8 +196,12 @@ def _focus(aspect: str, subject: str) -> str:
     return aspect or GENERAL_FOCUS
 
 
+def _subject(ask: Ask, part: Part) -> str:
+    return ask.named(part.subjects) if part.subjects else ask.shown_subject
+
+
 def _asked(ask: Ask, part: Part) -> str:
-    subject = ask.named(part.subjects) if part.subjects else ask.shown_subject
+    subject = _subject(ask, part)
     return f"{subject}的{'、'.join(part.aspects)}" if part.aspects else subject
 
 
@@ -207,7 +211,7 @@ def _where(evidence: Evidence) -> str:
 
 def _basis(ask: Ask, part: Part, evidence: Evidence) -> ExtractBasis:
     """The evidence item's title and 说明: where the passage stands and why it was kept (not filler)."""
-    subject = ask.named(part.subjects) if part.subjects else ask.shown_subject
+    subject = _subject(ask, part)
     title = (
         f"{subject}的{evidence.aspect}"
         if evidence.aspect
