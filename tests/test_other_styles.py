@@ -886,3 +886,60 @@ def test_a_question_line_in_a_passage_is_never_what_the_conclusion_says():
         "耳内镜检查可见鼓膜充血、肿胀、向外膨出，穿孔后可见脓液从穿孔处涌出，这是诊断的主要依据之一（演示）。"
     )
     assert key_unit(text, "急性中耳炎需做哪些检查") != "急性中耳炎需做哪些检查呢？"
+
+
+ACUPUNCTURE = """# 癌性疼痛的中医外治（演示）
+
+【演示材料】仅用于软件测试，内容为虚构的示例，不可用于临床决策。
+
+## 针刺
+
+（1）耳穴按压：选取神门、皮质下等耳穴，用王不留行籽贴压，嘱患者每日按压数次。
+
+（2）腕踝针：适用于癌痛，依据疼痛所在区域选取腕踝部进针点，确定针刺方向。
+
+操作要点：局部消毒后沿皮下平刺进针，以不出现酸麻胀痛为宜，用胶布固定针柄。根据疼痛轻重留针30min-4h，重者每日1次。
+
+（3）艾灸：取足三里、关元等穴，每次施灸15分钟。
+"""
+
+
+async def test_a_number_asked_is_found_further_on_in_the_item_that_names_the_subject(tmp_path):
+    """ "腕踝针治疗癌痛，一次留针多长时间？" asks for a time: the item that names 腕踝针 opens with how to choose the
+    point and gives the time two sentences on. Its 治疗 (with its object, 癌痛) names which use is meant; it is no
+    question about treatment that the answer must word. Before, the item's opening line was the only one weighed,
+    had no number, and the answer was 未找到."""
+    ask = analyse("腕踝针治疗癌痛，一次留针多长时间？")
+    assert ask.quantity == "时间" and ask.aspects == []
+    service = library(tmp_path, {"癌痛的非药物疗法（演示）.md": ACUPUNCTURE})
+    result = await service.ask("腕踝针治疗癌痛，一次留针多长时间？")
+    assert "30min-4h" in tldr(result.answer), result.answer
+    assert "艾灸" not in tldr(result.answer)
+    assert all(c.verified for c in result.citations)
+
+
+HERBAL = """# 止痛中成药使用注意（演示）
+
+【演示材料】仅用于软件测试，内容为虚构的示例，不可用于临床决策。
+
+## 使用注意事项
+
+使用前应了解中成药的组成。某些止痛中成药含有西药成分，例如示例止痛片中含有吲哚美辛，与西药联合使用时应尽量避免与非甾体消炎镇痛药物同时使用。
+
+含大黄的通便药物长期应用时应关注结肠黑变。
+"""
+
+
+async def test_an_example_of_a_kind_is_asked_of_as_the_kind(tmp_path):
+    """ "布洛芬这类NSAIDs" names one drug of a class: a text warning against 非甾体消炎镇痛药物 (NSAIDs in other words)
+    answers, though it never names 布洛芬. Before, 布洛芬 was a decisive term no passage named, and NSAIDs had no
+    Chinese synonym: 未找到."""
+    ask = analyse("示例止痛片可以和布洛芬这类NSAIDs一起吃吗？")
+    assert [(t.text, t.either) for t in ask.terms if t.text in ("布洛芬", "NSAIDs")] == [
+        ("布洛芬", ""),
+        ("NSAIDs", "布洛芬"),
+    ]
+    service = library(tmp_path, {"止痛中成药使用注意（演示）.md": HERBAL})
+    result = await service.ask("示例止痛片可以和布洛芬这类NSAIDs一起吃吗？")
+    assert "尽量避免与非甾体消炎镇痛药物同时使用" in tldr(result.answer), result.answer
+    assert all(c.verified for c in result.citations)

@@ -31,6 +31,9 @@ ASKING_FORMS = {
     "是不是": "是否",
     "有没有": "有否",
 }
+TREATMENT_VERB = "治疗"
+# "布洛芬这类NSAIDs", "阿托品这种药": the word before names one of the kind the word after names
+INSTANCE_MARKERS = {"这类", "此类", "这种", "之类", "这样", "一类"}
 OBJECT_VERBS = {"预防", "避免", "防范"}  # with an object after them they ask about an effect, not for precautions
 SWITCH_WORDS = {"那", "那么", "还有", "另外"}
 OWNERS = {
@@ -226,6 +229,7 @@ def analyse(
     _reason_over_negation(ask, lex)
     _mark_quoted(ask, question, lex)
     ask.quantity = lex.quantity_asked(text) or ask.quantity
+    _number_over_treatment(ask, tokens, lex)
     _mark_modifiers(ask)
     if not ask.aspects and not ask.quantity and _WHAT_IS.search(text) and "定义" in lex.aspects:
         ask.aspects = ["定义"]
@@ -433,6 +437,9 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
         if token in lex.quantity_words or _ASKS_NUMBER.match(token) or _is_quantity_ask(token, lex):
             ask.quantity = ask.quantity or "number"
             continue  # 多久、几分钟、多少度 say what kind of answer is wanted, not what a passage must contain
+        if token in INSTANCE_MARKERS and _class_follows(ask, tokens, index, lex):
+            offered = ask.terms[-1].text  # "布洛芬这类NSAIDs": a text naming either one is about what is asked
+            continue
         if token in lex.follow_up:
             marker = "refer" if token not in SWITCH_WORDS else marker or "switch"  # 它 anywhere refers back
             following = tokens[index + 1] if index + 1 < len(tokens) else ""
@@ -566,6 +573,18 @@ def _reason_over_negation(ask: Ask, lex: Lexicon) -> None:
         ask.cues = [c for c in ask.cues if c not in negations]
 
 
+def _number_over_treatment(ask: Ask, tokens: list[str], lex: Lexicon) -> None:
+    """ "腕踝针治疗癌痛，一次留针多长时间？" asks for a number: its 治疗 (a verb with its object, 癌痛) names which use
+    of 腕踝针 is meant, not a question about treatment that the answering sentence ("留针30min-4h") must word."""
+    if not ask.quantity or ask.cues != [TREATMENT_VERB]:
+        return
+    at = next((i for i, token in enumerate(tokens) if token.endswith(TREATMENT_VERB)), -1)
+    following = tokens[at + 1 : at + 2]
+    if at >= 0 and following and _object_noun(following[0], lex):
+        ask.aspects = [a for a in ask.aspects if a != lex.aspect_of(TREATMENT_VERB)]
+        ask.cues = []
+
+
 def _same_sentence(text: str, why: int, cue: int) -> bool:
     return 0 <= why < cue and not re.search(r"[？?。！!]", text[why:cue])
 
@@ -574,7 +593,19 @@ def _verb_with_object(cue: str, following: list[str], lex: Lexicon) -> bool:
     """ "可以预防近视吗" asks whether it prevents 近视 (a verb and its object), not for precautions (怎么预防？)."""
     if cue not in OBJECT_VERBS or not following:
         return False
-    word = following[0]
+    return _object_noun(following[0], lex)
+
+
+def _class_follows(ask: Ask, tokens: list[str], index: int, lex: Lexicon) -> bool:
+    """The marker stands between a term of this question and the noun of the kind it belongs to."""
+    before = tokens[index - 1].lower() if index else ""
+    if not ask.terms or before not in (ask.terms[-1].text.lower(), *ask.terms[-1].variants):
+        return False
+    following = [t for t in tokens[index + 1 : index + 3] if t != "的"][:1]
+    return bool(following) and _object_noun(following[0], lex)
+
+
+def _object_noun(word: str, lex: Lexicon) -> bool:
     return word.lower() in lex.entities or (word not in lex.function_words and get_tokenizer().is_noun(word))
 
 

@@ -393,6 +393,8 @@ def _passage(
             continue  # the unit that answers "哪些孩子不能点阿托品" is one on 禁忌, however well another matches
         if best is None or scored[0] > best[0]:
             best = (*scored, unit, path)
+    if best is not None and ask.quantity:
+        best = _number_in_turn(ask, part, hit, best, terms, lex, opening, decisive)
     if best is None:
         return None
     unit_score, aspect_named, by_heading, unit, path = best
@@ -401,8 +403,6 @@ def _passage(
         return None  # what decides is named in another section of the passage, not in the one that would answer
     if not _written_together(_named_subjects(ask, part, terms) if not part.subjects else [], unit, hit, headings):
         return None  # 青光眼 … 手术风险高: both words are there, but not the 青光眼手术 asked about
-    if ask.quantity and not _gives_number(ask, hit, unit, path, opening, decisive, lex):
-        return None  # "多久 / 多少钱" is answered by a number of that kind about what was asked
     units = _units(hit)
     text = _with_context(hit.text, unit, units, terms)
     lead = _with_context(hit.text, unit, units, [], forward=False)
@@ -416,6 +416,39 @@ def _passage(
     return Evidence(
         hit, text, path, aspect_named or "", score, by_heading, matched, unit.kind, about, lead if lead != text else ""
     )
+
+
+def _number_in_turn(
+    ask: Ask,
+    part: Part,
+    hit: Hit,
+    best: tuple[float, str, bool, Unit, list[str]],
+    terms: list[Weighted],
+    lex: Lexicon,
+    opening: str,
+    decisive: list[Weighted],
+) -> tuple[float, str, bool, Unit, list[str]] | None:
+    """The unit that gives the number asked: the best one, or else the first after it in its own section that does
+    and names something asked ("（3）腕踝针…：根据疼痛部位选穴" names what was asked; its item goes on "留针30min-4h").
+    None when the section gives no such number."""
+    unit, path = best[3], best[4]
+    if _gives_number(ask, hit, unit, path, opening, decisive, lex):
+        return best
+    segment = _segment_of(hit, unit.start)
+    for later, later_path in _units(hit):
+        if later.start <= unit.start or _segment_of(hit, later.start) != segment:
+            continue
+        says = later.text(hit.text).lower()
+        if not any(match(w, says) == 1.0 for w in terms):
+            continue  # "经戴主任近两年的精心医治" gives a 时间 but says nothing of the 注射 asked about
+        scored = _unit_score(ask, part, hit, later, later_path, terms, lex, opening)
+        if scored and _gives_number(ask, hit, later, later_path, opening, decisive, lex):
+            return (*scored, later, later_path)
+    return None
+
+
+def _segment_of(hit: Hit, start: int) -> int:
+    return next((i for i, s in enumerate(hit.segments) if s.start <= start < s.end), -1)
 
 
 def _as_written(weighted: Weighted, text: str) -> str:
