@@ -38,6 +38,7 @@ class Lexicon:
     not_subjects: set[str]
     entities: set[str] = field(default_factory=set)  # domain terms: synonym groups and the user dictionary
     synonym_groups: list[list[str]] = field(default_factory=list)
+    kinds: dict[str, list[str]] = field(default_factory=dict)  # member → its class's names (吗啡 → 阿片类药物 …)
     _cues_by_length: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -110,7 +111,7 @@ def load_lexicon(lexicon_dir: Path = LEXICON_DIR) -> Lexicon:
         entities |= {
             line.split()[0].lower() for line in userdict.read_text(encoding="utf-8").splitlines() if line.strip()
         }
-    return Lexicon(
+    lexicon = Lexicon(
         ask_cues=ask,
         passage_cues=passage,
         list_aspects={name for name, cues in raw["aspects"].items() if cues.get("list")},
@@ -129,6 +130,20 @@ def load_lexicon(lexicon_dir: Path = LEXICON_DIR) -> Lexicon:
         entities=entities,
         synonym_groups=tokenizer.synonyms,
     )
+    lexicon.kinds = _load_kinds(lexicon_dir / "kinds.json", lexicon)
+    return lexicon
+
+
+def _load_kinds(path: Path, lexicon: Lexicon) -> dict[str, list[str]]:
+    """member → the names of its class, each class name with its synonyms (阿片类药物, 阿片类 …)."""
+    raw = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    kinds: dict[str, list[str]] = {}
+    for name, members in raw.items():
+        if name.startswith("_"):
+            continue
+        for member in members:
+            kinds.setdefault(member.lower(), []).extend(lexicon.variants(name))
+    return kinds
 
 
 @lru_cache(maxsize=1)

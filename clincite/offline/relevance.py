@@ -65,6 +65,7 @@ RANK_WEIGHT = 0.05  # … and its rank
 ECHO_WEIGHT = 0.3  # how much an extract's restating the question's own words counts
 FOREIGN_SHARE = 0.3  # a unit with fewer Chinese characters than this among its letters is in another language
 LABEL_HEADING_CHARS = 12  # a heading this short labels its section's aspect
+TABLE_STEP = 0.01  # a table a passage points to ranks just below that passage
 LABEL_CHARS = 20  # a sentence shorter than this without an ending is a heading or a label
 KIND_SHARE = 0.6  # the second word of a two-word subject weighing at most this share of the first says its kind
 TOGETHER_CHARS = 14  # the words of a compound subject start this close to each other where a text speaks of it
@@ -83,8 +84,11 @@ _NUMBER_GAP = r"[\d.,，～~至到\-–—一二三四五六七八九十两半�
 # An interview or a Q&A page: "[网友乖乖女]问：…" asks, "[嘉宾江睿]答：…" answers (also 问：/答：, 患者问：)
 _QUESTION_LINE = re.compile(r"^\s*(?:[\[【][^\]】\n]{0,16}[\]】])?\s*[^\s：:。，]{0,8}?问\s*[：:]")
 _ANSWER_LINE = re.compile(r"^\s*(?:[\[【][^\]】\n]{0,16}[\]】])?\s*[^\s：:。，]{0,8}?答\s*[：:]")
-_POINTS_ELSEWHERE = re.compile(r"^\s*(?:参见|参看|详见|见上|同上)")
+_POINTS_ELSEWHERE = re.compile(  # "参见第三题的答案。", "常用通便中成药见表2。"
+    r"^\s*(?:参见|参看|详见|见上|同上)|[（(]?(?:参?见|详见)附?[表图]\s*[\dA-Za-z一二三四五六七八九十]+[)）]?[。.]?\s*$"
+)
 _NUMBER = re.compile(r"^[\d.%％]+$")
+_SEE_TABLE = re.compile(r"[见如]\s*附?表\s*(\d+)")
 _REFERENCES_HEADING = re.compile(r"^(?:参考文献|引用文献|文献|references?|bibliography)[:：]?$", re.I)
 _ENUMERATED = re.compile(
     r"^\s*(?:[\u2460-\u2473]|\d{1,2}\s*[.、．)）]|[（(]\d{1,2}[）)]|[一二三四五六七八九十]{1,2}[、.．])"
@@ -180,8 +184,38 @@ def judge(
         search = 0.6 * (hit.bm25 or 0.0) / bm25_top + 0.4 * (hit.semantic or 0.0) / sem_top
         evidence.score += SEARCH_WEIGHT * search + RANK_WEIGHT / (1 + rank)
         found.append(evidence)
+    found += _tables_referred_to(ask, part, hits, found, terms, decisive, lex)
     found.sort(key=lambda e: -e.score)
     return _pick(found)
+
+
+def _tables_referred_to(
+    ask: Ask,
+    part: Part,
+    hits: list[Hit],
+    found: list[Evidence],
+    terms: list[Weighted],
+    decisive: list[Weighted],
+    lex: Lexicon,
+) -> list[Evidence]:
+    """A guideline answers in a table its text points to ("常用通便中成药见表2。"): the hit of the same document
+    that holds that table is read as carrying on the section that points to it, whose title and headings name what
+    the table's rows do not (阿片类药物便秘). Scored a step below the passage that points to it."""
+    kept = {id(e.hit) for e in found}
+    out: list[Evidence] = []
+    for referring in list(found):
+        for number in dict.fromkeys(_SEE_TABLE.findall(referring.hit.text)):
+            caption = re.compile(rf"(?:^|\n)\s*表\s*{number}(?!\d)\s*\S")
+            for hit in hits:
+                if id(hit) in kept or hit.source != referring.hit.source or not caption.search(hit.text):
+                    continue
+                opening = _first_sentences(referring.hit.text)
+                evidence = _passage(ask, part, hit, terms, decisive, lex, opening, referring.hit.heading_path)
+                if evidence is not None:
+                    evidence.score = referring.score - TABLE_STEP
+                    out.append(evidence)
+                    kept.add(id(hit))
+    return out
 
 
 def _first_sentences(text: str) -> str:
@@ -378,9 +412,18 @@ def _matched(weighted: Weighted, text: str, headings: str) -> float:
 
 
 def _passage(
-    ask: Ask, part: Part, hit: Hit, terms: list[Weighted], decisive: list[Weighted], lex: Lexicon, opening: str = ""
+    ask: Ask,
+    part: Part,
+    hit: Hit,
+    terms: list[Weighted],
+    decisive: list[Weighted],
+    lex: Lexicon,
+    opening: str = "",
+    referred_from: list[str] | None = None,
 ) -> Evidence | None:
-    headings = " ".join([hit.title, *hit.heading_path, *(p for s in hit.segments for p in s.path)]).lower()
+    """`referred_from`: the headings of the section that points to this passage ("见表2"), which stand over it."""
+    paths = [*(referred_from or []), *hit.heading_path, *(p for s in hit.segments for p in s.path)]
+    headings = " ".join([hit.title, *paths]).lower()
     scope = f"{headings} {opening.lower()} {hit.text.lower()}"
     coverage = _coverage(terms, scope, headings)
     if coverage < COVERAGE_FLOOR or not _covers_decisive(decisive + _named_subjects(ask, part, terms), scope, headings):
@@ -571,12 +614,13 @@ def _pieces_matched(weighted: Weighted, text: str) -> bool:
 
 
 def _broader_in(weighted: Weighted, headings: str) -> bool:
-    """A document or section about the broader subject covers the narrower term: 低浓度阿托品 in 《阿托品滴眼液》.
-    The broader subject is the term's head, its end (a Chinese compound names its kind last): 视网膜 is not what
-    视网膜母细胞瘤 is a kind of."""
+    """A document or section about the broader subject covers the narrower term: 低浓度阿托品 in 《阿托品滴眼液》,
+    吗啡 under "阿片类药物便秘的中成药使用". The broader subject is the term's head, its end (a Chinese compound
+    names its kind last: 视网膜 is not what 视网膜母细胞瘤 is a kind of), or the drug class the lexicon puts it in."""
     lex = get_lexicon()
     term = weighted.term.text.lower()
     broader = {term[i:] for i in range(1, len(term) - 1) if term[i:] in lex.entities}
+    broader.update(lex.kinds.get(term, []))
     return any(_occurs(b, headings) for b in broader)
 
 
@@ -618,7 +662,7 @@ def _unit_score(
         return None  # a question, or a list of them (an index of article titles), answers nothing
     if _QUESTION_LINE.match(_line_of(hit.text, unit.start)):
         return None  # a reader's question on a Q&A page ("[网友]问：…") is what was asked, never evidence
-    if _POINTS_ELSEWHERE.match(_ANSWER_LINE.sub("", text)) and len(text.strip()) <= LABEL_CHARS + 10:
+    if _POINTS_ELSEWHERE.search(_ANSWER_LINE.sub("", text)) and len(text.strip()) <= LABEL_CHARS + 10:
         return None  # "参见第三题的答案。": a cross-reference says nothing itself
     lowered = text.lower()
     context = " ".join([hit.title, *path, opening if path == list(hit.heading_path) else ""]).lower()
