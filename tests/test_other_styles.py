@@ -980,3 +980,27 @@ async def test_a_drug_is_covered_by_its_class_and_the_table_the_text_points_to_a
     evidence = result.answer.split("### 论据与来源", 1)[1]
     assert "不随用药时间延长而耐受" in evidence and "乳果糖口服溶液" in evidence, result.answer
     assert all(c.verified for c in result.citations)
+
+
+SCREENS = """# 电子产品与儿童视力（演示）
+
+【演示材料】仅用于软件测试，内容为示例改写，不可用于临床决策。
+
+家长常反映孩子连续玩iPad几个小时后看东西模糊。长时间近距离盯着屏幕，睫状肌会持续紧张甚至痉挛，出现假性近视，视力一过性下降，休息后多可部分恢复。
+
+建议每次使用电子产品不超过半小时，之后远眺休息。
+
+另有研究提示，学龄前儿童每天户外活动不足，近视发生更早。
+"""
+
+
+async def test_a_colloquial_why_question_with_a_few_hours_in_it_is_answered_with_the_reason(tmp_path):
+    """ "连着刷几个小时平板，视力为啥会一下子掉下来？" asks why: its 几个小时 tells what happened, it asks for no
+    number; 掉下来 is the text's 下降 and 平板 its iPad. Before, the question was taken to ask for a number and to
+    need the word 掉下来: 未找到."""
+    ask = analyse("小朋友连着刷几个小时平板，视力为啥会一下子掉下来？")
+    assert ask.aspects == ["原因"] and ask.quantity == ""
+    service = library(tmp_path, {"电子产品与儿童视力（演示）.md": SCREENS})
+    result = await service.ask("小朋友连着刷几个小时平板，视力为啥会一下子掉下来？")
+    assert "睫状肌会持续紧张甚至痉挛" in tldr(result.answer), result.answer
+    assert all(c.verified for c in result.citations)
