@@ -1004,3 +1004,12 @@ async def test_a_colloquial_why_question_with_a_few_hours_in_it_is_answered_with
     result = await service.ask("小朋友连着刷几个小时平板，视力为啥会一下子掉下来？")
     assert "睫状肌会持续紧张甚至痉挛" in tldr(result.answer), result.answer
     assert all(c.verified for c in result.citations)
+
+
+def test_an_age_bound_is_no_subject_a_follow_up_carries_on():
+    """ "5岁以下小孩…气道异物" then "那万一真卡住了…管用吗？": the follow-up is about 气道异物. Before, 以下 (of
+    "5岁以下") was the first term and became the subject the follow-up searched ("以下的处理 …")."""
+    ask = analyse("那万一真卡住了，家里倒提、拍背管用吗？", ["5岁以下小孩哪些食物容易造成气道异物？"])
+    assert [t.text for t in ask.terms if t.inherited] == ["气道异物"]
+    assert all(text.startswith("气道异物") for text, _, _ in ask.sub_queries())
+    assert "以下" not in [t.text for t in analyse("3岁以下的孩子能点阿托品吗？").terms]
