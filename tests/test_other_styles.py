@@ -1013,3 +1013,13 @@ def test_an_age_bound_is_no_subject_a_follow_up_carries_on():
     assert [t.text for t in ask.terms if t.inherited] == ["气道异物"]
     assert all(text.startswith("气道异物") for text, _, _ in ask.sub_queries())
     assert "以下" not in [t.text for t in analyse("3岁以下的孩子能点阿托品吗？").terms]
+
+
+def test_a_name_containing_a_question_word_asks_nothing_by_it():
+    """ "癌性爆发痛和剂量末疼痛有什么区别？" compares two kinds of pain: the 剂量 inside 剂量末疼痛 asks for no dose, and
+    the two names are the two parts. Before, 剂量 was taken for a dose question, which broke the "A和B" apart
+    ("癌性的区别 爆发 痛 末 疼痛")."""
+    ask = analyse("癌性爆发痛和剂量末疼痛有什么区别？")
+    assert ask.quantity == "" and ask.aspects == ["区别"]
+    assert [[t.text for t in group] for group in ask.compared] == [["癌性", "爆发痛"], ["剂量末疼痛"]]
+    assert analyse("阿托品的剂量是多少？").quantity == "剂量"

@@ -229,7 +229,7 @@ def analyse(
     marker = _classify(ask, tokens, lex, bool(previous))
     _reason_over_negation(ask, lex)
     _mark_quoted(ask, question, lex)
-    ask.quantity = lex.quantity_asked(text) or ask.quantity
+    ask.quantity = lex.quantity_asked(_without_names(text, ask.terms)) or ask.quantity
     if ask.quantity == "number" and set(ask.aspects) & SITUATION_ASKS:
         ask.quantity = ""  # "连着刷几个小时平板，视力为啥会掉下来": 几个小时 tells what happened; 为啥 is asked
     _number_over_treatment(ask, tokens, lex)
@@ -574,6 +574,14 @@ def _reason_over_negation(ask: Ask, lex: Lexicon) -> None:
     if why >= 0 and after_why and all(not c.startswith("禁忌") for c in negations):
         ask.aspects.remove("禁忌证")
         ask.cues = [c for c in ask.cues if c not in negations]
+
+
+def _without_names(text: str, terms: list[Term]) -> str:
+    """The question with its domain names blanked out: the 剂量 of 剂量末疼痛 asks for no dose."""
+    for term in terms:
+        if term.entity and len(term.text) >= 2:
+            text = text.replace(term.text, " ")
+    return text
 
 
 def _number_over_treatment(ask: Ask, tokens: list[str], lex: Lexicon) -> None:
