@@ -1016,8 +1016,8 @@ def test_an_age_bound_is_no_subject_a_follow_up_carries_on():
 
 
 def test_a_name_containing_a_question_word_asks_nothing_by_it():
-    """ "癌性爆发痛和剂量末疼痛有什么区别？" compares two kinds of pain: the 剂量 inside 剂量末疼痛 asks for no dose, and
-    the two names are the two parts. Before, 剂量 was taken for a dose question, which broke the "A和B" apart
+    """ "癌性爆发痛和剂量末疼痛有什么区别？" compares two kinds of pain: the 剂量 inside 剂量末疼痛 asks for no
+    dose, and the two names are the two parts. Before, 剂量 was taken for a dose question, which broke the "A和B" apart
     ("癌性的区别 爆发 痛 末 疼痛")."""
     ask = analyse("癌性爆发痛和剂量末疼痛有什么区别？")
     assert ask.quantity == "" and ask.aspects == ["区别"]
