@@ -1023,3 +1023,39 @@ def test_a_name_containing_a_question_word_asks_nothing_by_it():
     assert ask.quantity == "" and ask.aspects == ["区别"]
     assert [[t.text for t in group] for group in ask.compared] == [["癌性", "爆发痛"], ["剂量末疼痛"]]
     assert analyse("阿托品的剂量是多少？").quantity == "剂量"
+
+
+class _Counts:
+    """Document frequencies as a KB's BM25 index reports them (`TermStats`), for a library of `size` passages."""
+
+    def __init__(self, size: int, frequencies: dict[str, int]):
+        self.size, self.frequencies = size, frequencies
+
+    def document_frequency(self, token: str) -> int:
+        return self.frequencies.get(token, 0)
+
+    def idf(self, token: str) -> float:
+        import math
+
+        return math.log(1 + (self.size - self.document_frequency(token) + 0.5) / (self.document_frequency(token) + 0.5))
+
+
+def test_who_a_question_is_asked_of_decides_where_the_library_seldom_writes_for_them():
+    """ "儿童…用加巴喷丁，起始剂量按体重怎么算？" in a library of adult pain guidelines (儿童 in 4 of 1000 passages):
+    a passage giving the adult dose is about someone else, so 儿童 must be named. In a myopia library, where 儿童
+    is in half the passages, it is the asker's everyday word and decides nothing."""
+    from clincite.offline import relevance
+
+    question = "儿童神经病理性疼痛用加巴喷丁，起始剂量按体重怎么算？"
+    ask = analyse(question)
+    part = relevance.Part(ask.sub_queries()[0][0], [], None)
+    terms = relevance._terms_of(ask, part)
+    known = {"神经病理性疼痛": 40, "加巴喷丁": 12, "起始": 30, "体重": 20, "算": 50}
+
+    adult_library = _Counts(1000, {**known, "儿童": 4})
+    decisive = relevance._decisive(relevance._weigh(terms, adult_library))
+    assert "儿童" in [w.term.text for w in decisive]
+
+    children_library = _Counts(1000, {**known, "儿童": 500})
+    decisive = relevance._decisive(relevance._weigh(terms, children_library))
+    assert "儿童" not in [w.term.text for w in decisive]

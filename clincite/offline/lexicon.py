@@ -36,6 +36,7 @@ class Lexicon:
     follow_up: list[str]
     demonstratives: set[str]
     not_subjects: set[str]
+    populations: set[str]  # who a question is asked of (儿童、孕妇)
     entities: set[str] = field(default_factory=set)  # domain terms: synonym groups and the user dictionary
     synonym_groups: list[list[str]] = field(default_factory=list)
     kinds: dict[str, list[str]] = field(default_factory=dict)  # member → its class's names (吗啡 → 阿片类药物 …)
@@ -127,6 +128,7 @@ def load_lexicon(lexicon_dir: Path = LEXICON_DIR) -> Lexicon:
         follow_up=sorted(raw["follow_up"], key=len, reverse=True),
         demonstratives=set(raw["demonstratives"]),
         not_subjects=set(raw["not_subjects"]),
+        populations=set(raw.get("populations", [])),
         entities=entities,
         synonym_groups=tokenizer.synonyms,
     )

@@ -33,6 +33,7 @@ from clincite.text.units import Unit, is_reference, sentences, split_units
 
 COVERAGE_FLOOR = 0.55  # a passage must cover at least this share of the question's term weight
 MAX_DECISIVE = 2
+SCARCE_SHARE = 0.02  # a population the library names this seldom is one it seldom writes for
 TOPIC_SHARE = 0.3  # a term in this share of the KB's passages or more is what the library is about: never decisive
 DECIDING_RARITY = NAMING_RARITY  # a word rare enough to name a subject (questions.py) may decide
 UNSEEN_DECIDING_RARITY = 9.5  # … or, for a word this library never uses (品牌 in a library without brands), this
@@ -152,6 +153,7 @@ class Weighted:
     tokens: list[str]  # sub-words: a partial match
     unseen: bool = False  # no name of it occurs anywhere in the KB
     common: bool = False  # in TOPIC_SHARE of the KB's passages or more: what the library is about
+    scarce: bool = False  # named, but in under SCARCE_SHARE of the KB's passages
     alternatives: list[Weighted] = field(default_factory=list)  # "A或B": the other, which a passage may name instead
 
 
@@ -231,11 +233,14 @@ def _decisive(terms: list[Weighted]) -> list[Weighted]:
     eligible = [
         w for w in terms if len(w.term.text) >= 2 and not _NUMBER.match(w.term.text) and not w.common and _may_decide(w)
     ]
+    # who it is asked of (a population the library seldom writes for) decides whatever its weight: an everyday word
+    populations = [w for w in eligible if w.term.generic]
+    eligible = [w for w in eligible if not w.term.generic]
     if not eligible:
-        return []
+        return populations
     heaviest = max(w.weight for w in eligible)
     ranked = sorted((w for w in eligible if w.weight >= DECISIVE_SHARE * heaviest), key=lambda w: -w.weight)
-    return ranked[:MAX_DECISIVE]
+    return ranked[:MAX_DECISIVE] + populations
 
 
 # --- weighing the question --------------------------------------------------------------------------------------
@@ -262,7 +267,9 @@ def _weigh(terms: list[Term], stats: TermStats) -> list[Weighted]:
         ]
         # The concept is as common as its most common name: min over the names the KB knows; unseen: the rarest.
         weight = min(known) if known else unseen
-        common = bool(stats.size) and max(map(stats.document_frequency, term.variants)) >= TOPIC_SHARE * stats.size
+        frequency = max(map(stats.document_frequency, term.variants))
+        common = bool(stats.size) and frequency >= TOPIC_SHARE * stats.size
+        scarce = 0 < frequency < SCARCE_SHARE * stats.size
         if term.generic or (not known and _NUMBER.match(term.text)):  # 孩子; a number of the asker's own (200度)
             weight *= GENERIC_WEIGHT
         elif term.context:  # the last question's subject, carried along: it places the question, others decide
@@ -270,7 +277,7 @@ def _weigh(terms: list[Term], stats: TermStats) -> list[Weighted]:
         elif not term.entity:
             weight *= _specificity(tokenizer.general_rarity(term.text))
         parts = [tok for tok in tokenizer.tokenize(term.text) if len(tok) >= 2 and tok != term.text.lower()]
-        weighted.append(Weighted(term, weight, parts, unseen=not known, common=common))
+        weighted.append(Weighted(term, weight, parts, unseen=not known, common=common, scarce=scarce))
     # A word the KB never uses weighs the most, but not beyond UNSEEN_CAP times the question's heaviest known term:
     # in a small library every known term is in most passages, and one unknown word of the asker's would else
     # outweigh the whole question.
@@ -523,6 +530,8 @@ def _may_decide(weighted: Weighted) -> bool:
     term = weighted.term
     if term.quoted:
         return True
+    if term.generic and weighted.scarce and term.text in get_lexicon().populations:
+        return True  # 儿童 in a library of adult pain guidelines: a passage not naming children is on adults
     if term.generic or term.context:  # 孩子、患者: the asker's everyday word for whoever the text is about
         return False
     if term.entity or term.text.isascii():
