@@ -1059,3 +1059,31 @@ def test_who_a_question_is_asked_of_decides_where_the_library_seldom_writes_for_
     children_library = _Counts(1000, {**known, "儿童": 500})
     decisive = relevance._decisive(relevance._weigh(terms, children_library))
     assert "儿童" not in [w.term.text for w in decisive]
+
+
+GLASSES = "# 框架眼镜（演示）\n\n【演示材料】仅用于软件测试。\n\n单焦框架眼镜矫正近视，应每天佩戴并定期复查。\n"
+
+ORTHO_K_EFFECT = """# 儿童近视防控方法（演示）
+
+【演示材料】仅用于软件测试，内容为示例改写，不可用于临床决策。
+
+## 角膜塑形镜
+
+角膜塑形镜（OK镜）是一种夜间佩戴的特殊设计硬性透气性接触镜。
+
+研究显示可以显著减缓近视进展，尤其是在6-8岁开始佩戴时效果最好。
+
+## 户外活动
+
+每天户外活动2小时有助于预防近视发生。
+"""
+
+
+async def test_a_number_further_on_must_be_about_what_was_asked(tmp_path):
+    """ "角膜塑形镜每晚要戴几个小时？" asks for hours: a section naming the lens that gives only an age ("6-8岁开始
+    佩戴") does not answer it, and the library says so. Before, 几个小时 asked for any number, and the age was taken
+    for the answer (the held-out library's one false answer). A number further on in a section also has to name
+    something asked, not only the asker's everyday 戴."""
+    service = library(tmp_path, {"儿童近视防控方法（演示）.md": ORTHO_K_EFFECT, "框架眼镜（演示）.md": GLASSES})
+    result = await service.ask("角膜塑形镜每晚要戴几个小时？")
+    assert "未找到" in tldr(result.answer), result.answer

@@ -32,7 +32,7 @@ ASKING_FORMS = {
     "有没有": "有否",
 }
 TREATMENT_VERB = "治疗"
-SITUATION_ASKS = {"原因", "处理", "目的"}  # why / what to do: a bare 几 or 多少 beside them describes, it does not ask
+SITUATION_ASKS = {"原因", "处理", "目的"}  # why / what to do: a 几 or 多少 beside them describes, it does not ask
 # "布洛芬这类NSAIDs", "阿托品这种药": the word before names one of the kind the word after names
 INSTANCE_MARKERS = {"这类", "此类", "这种", "之类", "这样", "一类"}
 OBJECT_VERBS = {"预防", "避免", "防范"}  # with an object after them they ask about an effect, not for precautions
@@ -230,7 +230,7 @@ def analyse(
     _reason_over_negation(ask, lex)
     _mark_quoted(ask, question, lex)
     ask.quantity = lex.quantity_asked(_without_names(text, ask.terms)) or ask.quantity
-    if ask.quantity == "number" and set(ask.aspects) & SITUATION_ASKS:
+    if ask.quantity and set(ask.aspects) & SITUATION_ASKS:
         ask.quantity = ""  # "连着刷几个小时平板，视力为啥会掉下来": 几个小时 tells what happened; 为啥 is asked
     _number_over_treatment(ask, tokens, lex)
     _mark_modifiers(ask)

@@ -489,7 +489,7 @@ def _number_in_turn(
         if later.start <= unit.start or _segment_of(hit, later.start) != segment:
             continue
         says = later.text(hit.text).lower()
-        if not any(match(w, says) == 1.0 for w in terms):
+        if not any(match(w, says) == 1.0 for w in terms if not (w.term.generic or w.term.context)):
             continue  # "经戴主任近两年的精心医治" gives a 时间 but says nothing of the 注射 asked about
         scored = _unit_score(ask, part, hit, later, later_path, terms, lex, opening)
         if scored and _gives_number(ask, hit, later, later_path, opening, decisive, lex):
