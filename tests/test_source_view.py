@@ -136,12 +136,26 @@ def watch_errors(page, base: str, errors: list[str]) -> None:
     gets 401 by design, so this starts after login; resources on other hosts fail here only for want of a network.)"""
     page.on(
         "response",
-        lambda r: errors.append(f"{r.status} {r.url}") if r.status >= 400 and r.url.startswith(base) else None,
+        lambda r: (
+            errors.append(f"{r.status} {r.url}")
+            if r.status >= 400 and r.url.startswith(base) and not _closed_poll(r.status, r.url)
+            else None
+        ),
     )
     page.on(
         "console",
-        lambda m: errors.append(f"console: {m.text}") if m.type == "error" and "status of" in m.text else None,
+        lambda m: (
+            errors.append(f"console: {m.text}")
+            if m.type == "error" and "status of" in m.text and not _closed_poll(400, m.location.get("url", ""))
+            else None
+        ),
     )
+
+
+def _closed_poll(status: int, url: str) -> bool:
+    """Engine.IO answers 400 ("Session ID unknown") to a long-poll still in flight for a socket the page closed by
+    navigating away (goto): a race of the transport, seen once in CI, not an error of the app."""
+    return status == 400 and "/socket.io/" in url and "transport=polling" in url and "sid=" in url
 
 
 def ask(page, question: str, answers_before: int):
