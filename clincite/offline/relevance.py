@@ -208,10 +208,10 @@ def _tables_referred_to(
     for referring in list(found):
         for number in dict.fromkeys(_SEE_TABLE.findall(referring.hit.text)):
             caption = re.compile(rf"(?:^|\n)\s*表\s*{number}(?!\d)\s*\S")
+            opening = _first_sentences(referring.hit.text)
             for hit in hits:
                 if id(hit) in kept or hit.source != referring.hit.source or not caption.search(hit.text):
                     continue
-                opening = _first_sentences(referring.hit.text)
                 evidence = _passage(ask, part, hit, terms, decisive, lex, opening, referring.hit.heading_path)
                 if evidence is not None:
                     evidence.score = referring.score - TABLE_STEP
@@ -436,15 +436,16 @@ def _passage(
     if coverage < COVERAGE_FLOOR or not _covers_decisive(decisive + _named_subjects(ask, part, terms), scope, headings):
         return None  # too little of the question, or not what it is decisively about (its rare terms, its subject)
     needs_aspect = bool(part.aspects) and not set(part.aspects) & lex.free_aspects
+    units = _units(hit)
     best = None
-    for unit, path in _units(hit):
+    for unit, path in units:
         scored = _unit_score(ask, part, hit, unit, path, terms, lex, opening)
         if scored is None or (needs_aspect and not scored[1]):
             continue  # the unit that answers "哪些孩子不能点阿托品" is one on 禁忌, however well another matches
         if best is None or scored[0] > best[0]:
             best = (*scored, unit, path)
     if best is not None and ask.quantity:
-        best = _number_in_turn(ask, part, hit, best, terms, lex, opening, decisive)
+        best = _number_in_turn(ask, part, hit, units, best, terms, lex, opening, decisive)
     if best is None:
         return None
     unit_score, aspect_named, by_heading, unit, path = best
@@ -453,7 +454,6 @@ def _passage(
         return None  # what decides is named in another section of the passage, not in the one that would answer
     if not _written_together(_named_subjects(ask, part, terms) if not part.subjects else [], unit, hit, headings):
         return None  # 青光眼 … 手术风险高: both words are there, but not the 青光眼手术 asked about
-    units = _units(hit)
     text = _with_context(hit.text, unit, units, terms)
     lead = _with_context(hit.text, unit, units, [], forward=False)
     written = f"{headings} {opening} {hit.text}"
@@ -472,6 +472,7 @@ def _number_in_turn(
     ask: Ask,
     part: Part,
     hit: Hit,
+    units: list[tuple[Unit, list[str]]],
     best: tuple[float, str, bool, Unit, list[str]],
     terms: list[Weighted],
     lex: Lexicon,
@@ -485,7 +486,7 @@ def _number_in_turn(
     if _gives_number(ask, hit, unit, path, opening, decisive, lex):
         return best
     segment = _segment_of(hit, unit.start)
-    for later, later_path in _units(hit):
+    for later, later_path in units:
         if later.start <= unit.start or _segment_of(hit, later.start) != segment:
             continue
         says = later.text(hit.text).lower()
