@@ -146,13 +146,15 @@ def lead(answer: str) -> tuple[str, str]:
 
 
 def contains(text: str, phrases: list[list[str]]) -> bool:
-    """Any alternative of any phrase, compared as a reader would: case and full-width forms (６小时 is 6小时) aside."""
+    """Any alternative of any phrase, compared as a reader would: case, full-width forms (６小时 is 6小时) and spaces
+    aside."""
     folded = _fold(text)
     return any(_fold(alt) in folded for phrase in phrases for alt in phrase)
 
 
 def _fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold()
+    # Spaces aside too: a PDF's "5 岁" is the same words as "5岁" (loaders join letter-spaced lines)
+    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text).casefold())
 
 
 def abstained(result: QueryResult) -> bool:

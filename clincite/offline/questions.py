@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from clincite.offline.lexicon import Lexicon, get_lexicon
+from clincite.text.script import fold
 from clincite.text.tokenizer import get_tokenizer
 
 TRAILING = "？?。！!，,、 ；;：:"
@@ -32,6 +33,7 @@ ASKING_FORMS = {
     "有没有": "有否",
 }
 TREATMENT_VERB = "治疗"
+JUDGING_CUES = ("安全",)  # with a number asked, these judge it ("几个小时比较安全"): the limit is asked, not harm
 SITUATION_ASKS = {"原因", "处理", "目的"}  # why / what to do: a 几 or 多少 beside them describes, it does not ask
 # "布洛芬这类NSAIDs", "阿托品这种药": the word before names one of the kind the word after names
 INSTANCE_MARKERS = {"这类", "此类", "这种", "之类", "这样", "一类"}
@@ -220,6 +222,7 @@ def analyse(
     (`written_together`): whether the library writes of the question's own subject mostly with the last one, which
     makes a question naming a subject of its own a follow-up of the last one."""
     lex = lexicon or get_lexicon()
+    question = fold(question)  # 兒童近視 is asked as 儿童近视: the lexicon and the folded index are in Simplified
     text = question.strip().strip(TRAILING)
     text = _space_after_opener(_normalise_asking(text), lex)
     while text.endswith(PARTICLES) and len(text) > 1:  # 有用吗 → 有用: a particle glued to the last word
@@ -233,6 +236,7 @@ def analyse(
     if ask.quantity and set(ask.aspects) & SITUATION_ASKS:
         ask.quantity = ""  # "连着刷几个小时平板，视力为啥会掉下来": 几个小时 tells what happened; 为啥 is asked
     _number_over_treatment(ask, tokens, lex)
+    _number_judged_safe(ask, lex)
     _mark_modifiers(ask)
     if not ask.aspects and not ask.quantity and _WHAT_IS.search(text) and "定义" in lex.aspects:
         ask.aspects = ["定义"]
@@ -582,6 +586,19 @@ def _without_names(text: str, terms: list[Term]) -> str:
         if term.entity and len(term.text) >= 2:
             text = text.replace(term.text, " ")
     return text
+
+
+def _number_judged_safe(ask: Ask, lex: Lexicon) -> None:
+    """ "隐形眼镜一天最多戴几个小时比较安全？" asks for a number, the safe limit: its 安全 judges the number asked
+    for, it does not ask about harm, so the sentence that gives the limit ("每日配戴不超过 8 小时") need not name
+    a side effect."""
+    judging = [c for c in ask.cues if c in JUDGING_CUES]
+    if not ask.quantity or not judging:
+        return
+    judged = {lex.aspect_of(c) for c in judging}
+    kept = [c for c in ask.cues if c not in judging]
+    ask.aspects = [a for a in ask.aspects if a not in judged or any(lex.aspect_of(c) == a for c in kept)]
+    ask.cues = kept
 
 
 def _number_over_treatment(ask: Ask, tokens: list[str], lex: Lexicon) -> None:

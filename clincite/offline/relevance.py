@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Protocol
 
 from clincite.core.shapes import Hit
 from clincite.offline.lexicon import Lexicon, get_lexicon
 from clincite.offline.questions import NAMING_RARITY, Ask, Term, compound
+from clincite.text.script import fold
 from clincite.text.tokenizer import get_tokenizer
 from clincite.text.units import Unit, is_reference, sentences, split_units
 
@@ -167,7 +168,61 @@ def judge(
 ):
     """The evidence for one part of the question among the hits, best first ([] when no passage answers it).
     `openings` (chunk id → the first passage of the section the hit carries on) stand in for what a later passage
-    of a long section no longer names."""
+    of a long section no longer names. The hits are read in Simplified characters (`fold`: a Traditional library
+    answers a question in either script) and the evidence is cut from the hits as they are written."""
+    folded = [_folded(hit) for hit in hits]
+    found = _judge(ask, part, folded, stats, lex, {k: fold(v) for k, v in (openings or {}).items()})
+    original = {id(f): hit for f, hit in zip(folded, hits, strict=True)}
+    headings = {fold(h): h for hit in hits for h in _headings_of(hit)}
+    return [_as_written_in(evidence, original[id(evidence.hit)], headings) for evidence in found]
+
+
+def _folded(hit: Hit) -> Hit:
+    return hit.model_copy(
+        update={
+            "text": fold(hit.text),
+            "title": fold(hit.title),
+            "heading_path": [fold(h) for h in hit.heading_path],
+            "segments": [s.model_copy(update={"path": [fold(p) for p in s.path]}) for s in hit.segments],
+        }
+    )
+
+
+def _headings_of(hit: Hit) -> list[str]:
+    return [hit.title, *hit.heading_path, *(p for s in hit.segments for p in s.path)]
+
+
+def _as_written_in(evidence: Evidence, hit: Hit, headings: dict[str, str]) -> Evidence:
+    """The evidence as the passage writes it: its text and lead cut from the passage at the folded text's offsets
+    (folding keeps every length), its headings and matched words in the document's own characters."""
+    folded_text = evidence.hit.text
+    places = [(folded_text, hit.text), *((fold(h), h) for h in _headings_of(hit))]
+
+    def unfold(text: str) -> str:
+        for folded, written in places:
+            at = folded.find(text)
+            if at >= 0:
+                return written[at : at + len(text)]
+        return text
+
+    return replace(
+        evidence,
+        hit=hit,
+        text=unfold(evidence.text),
+        lead=unfold(evidence.lead) if evidence.lead else "",
+        path=[headings.get(h, h) for h in evidence.path],
+        matched=[unfold(m) for m in evidence.matched],
+    )
+
+
+def _judge(
+    ask: Ask,
+    part: Part,
+    hits: list[Hit],
+    stats: TermStats | None = None,
+    lex: Lexicon | None = None,
+    openings: Mapping[str, str] | None = None,
+):
     lex = lex or get_lexicon()
     stats = stats or FlatStats()
     terms = _weigh(_terms_of(ask, part), stats)

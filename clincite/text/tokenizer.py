@@ -13,6 +13,8 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from clincite.text.script import fold
+
 LEXICON_DIR = Path(__file__).resolve().parent / "lexicon"  # package data
 
 
@@ -65,24 +67,27 @@ class Tokenizer:
         return added
 
     def tokenize(self, text: str) -> list[str]:
+        """Index and query tokens, in Simplified characters (a Traditional text and a Simplified question meet)."""
         tokens = []
-        for token in self._jieba.cut_for_search(text):
+        for token in self._jieba.cut_for_search(fold(text)):
             token = token.strip().lower()
             if token and token not in self.stopwords and not _PUNCT_OR_SPACE.match(token):
                 tokens.append(token)
         return tokens
 
     def words(self, text: str) -> list[str]:
-        """Plain jieba segmentation with the domain dictionary (no stop-word removal)."""
-        return self._jieba.lcut(text)
+        """Plain jieba segmentation with the domain dictionary (no stop-word removal), cut where the Simplified
+        reading of the text is cut: the words are the text's own characters."""
+        return _aligned(text, self._jieba.lcut(fold(text)))
 
     def dictionary_words(self, text: str) -> list[str]:
         """Segmentation by the dictionary alone: no word guessed from characters (jieba's HMM glues unknown runs
         into pseudo-words such as "时先用"); what a word the KB has never seen is made of."""
-        return self._jieba.lcut(text, HMM=False)
+        return _aligned(text, self._jieba.lcut(fold(text), HMM=False))
 
     def is_noun(self, word: str) -> bool:
         """jieba's part of speech says the word names a thing (n, nr, nz, ns, nt, t …), not an action or a number."""
+        word = fold(word)
         if word in self.medical_terms:
             return True
         flags = self._flags(word)
@@ -98,11 +103,12 @@ class Tokenizer:
             import jieba.posseg
 
             self._pos = jieba.posseg.POSTokenizer(self._jieba)
-        return [flag for _, flag in self._pos.lcut(word)]
+        return [flag for _, flag in self._pos.lcut(fold(word))]
 
     def general_rarity(self, word: str) -> float:
         """How rare the word is in general Chinese (jieba's dictionary frequencies): ln(total / (freq + 1)); ~6 for
         需要, ~9.8 for 手术, ~14 for 青光眼, ~18 for a word the dictionary does not know."""
+        word = fold(word)
         if word in self.medical_terms:  # a medical term general Chinese does not know
             return math.log(self._jieba.total)
         frequency = self._jieba.FREQ.get(word, 0)
@@ -137,6 +143,7 @@ class Tokenizer:
         several words ("多焦点软性角膜接触镜") is one concept; a term inside a longer one (阿托品 in 低浓度阿托品)
         is one more alternative of it.
         """
+        query = fold(query)
         lowered = query.lower()
         concepts: list[tuple[int, int, list[list[str]]]] = []  # (start, end, alternatives) of synonym mentions
         mentioned = []
@@ -169,6 +176,15 @@ class Tokenizer:
         return [tok for word in self.words(term) for tok in [word.strip().lower()] if tok and tok not in self.stopwords]
 
 
+def _aligned(text: str, pieces: list[str]) -> list[str]:
+    """The text cut at the lengths of the pieces its folded reading was cut into (folding keeps every length)."""
+    words, start = [], 0
+    for piece in pieces:
+        words.append(text[start : start + len(piece)])
+        start += len(piece)
+    return words if start == len(text) else pieces
+
+
 def _mention_spans(text: str, term: str) -> list[tuple[int, int]]:
     if term.isascii():
         return [(m.start(), m.end()) for m in re.finditer(rf"(?<![a-z]){re.escape(term)}(?![a-z0-9])", text)]
@@ -179,8 +195,9 @@ def _mention_spans(text: str, term: str) -> list[tuple[int, int]]:
     return spans
 
 
-# What else decides what the keyword index holds (bumped when it changes: 2 — reference-list lines are not indexed)
-INDEXING_RULES = 2
+# What else decides what the keyword index holds (bumped when it changes: 2 — reference-list lines are not indexed;
+# 3 — tokens in Simplified characters, clincite.text.script)
+INDEXING_RULES = 3
 
 
 def _signature(lexicon_dir: Path, jieba_version: str) -> str:
@@ -201,7 +218,7 @@ def load_synonyms(path: Path) -> list[list[str]]:
 
 
 def expand_with_synonyms(query: str, groups: list[list[str]]) -> str:
-    lowered = query.lower()
+    lowered = fold(query).lower()
     extra: list[str] = []
     for group in groups:
         if any(_mentions(lowered, term.lower()) for term in group):

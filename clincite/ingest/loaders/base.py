@@ -60,6 +60,13 @@ _MARKERS = re.compile(
     re.I,
 )
 LEAD_IN_ENDS = ("：", ":")
+SENTENCE_END = tuple("。！？；!?;：:")
+PAGE_NUMBER = re.compile(  # a line that is only a page's number: "12", "- 3 -", "第 4 页", "5/20", "Page 6 of 9"
+    r"^[-—–·\s]*(第\s*)?\d{1,4}(\s*/\s*\d{1,4})?(\s*页)?(\s*共\s*\d+\s*页)?[-—–·\s]*$"
+    r"|^(page\s*)?\d{1,4}(\s*of\s*\d{1,4})?$",
+    re.I,
+)
+_CJK_SPACE = re.compile(r"(?<=[\u4e00-\u9fff]) (?=[\u4e00-\u9fff])")
 ORDINAL_HEADING_CHARS = 30
 _ORDINAL_1 = re.compile(r"^(?:第[一二三四五六七八九十百]+[章节部分篇]|[一二三四五六七八九十]{1,3}、)\s*\S")
 _ORDINAL_2 = re.compile(r"^[（(][一二三四五六七八九十]{1,3}[）)]\s*\S")
@@ -75,6 +82,12 @@ def clean_text(text: str) -> str:
 def clean_line(text: str) -> str:
     """One line of running text: runs of whitespace (including full-width and no-break spaces) become one space."""
     return _SPACES.sub(" ", clean_text(text).replace("\n", " ")).strip()
+
+
+def join_cjk(text: str) -> str:
+    """Letter-spaced Chinese ("经 颅 直 流", a justified line of a PDF) as it reads: no space between two Chinese
+    characters."""
+    return _CJK_SPACE.sub("", text)
 
 
 def ordinal_heading_level(line: str) -> int:
@@ -232,6 +245,11 @@ class DocumentBuilder:
 
 def _one_line(text: str) -> str:
     return _SPACES.sub(" ", text).strip()
+
+
+def join_lines(lines: list[str]) -> str:
+    """Lines wrapped from one paragraph as one line: no space between Chinese characters, one between Latin words."""
+    return _join_lines("\n".join(lines))
 
 
 def _join_lines(text: str) -> str:

@@ -5,8 +5,9 @@
 Parsed with markdown-it-py (MIT; CommonMark plus GFM tables), then written through `DocumentBuilder` like every
 other format, so the stored text is what a clinician reads, not Markdown source: a heading is its own line ("禁忌证",
 not "## 禁忌证"), a list item is one line without its bullet, `**粗体**` is 粗体, a link is its text, an image or an
-HTML comment is nothing, a table row is "列名：值 | 列名：值". The verbatim check and the passage highlight then work
-on the same text the quote was taken from.
+HTML comment is nothing, a table row is "列名：值 | 列名：值". Raw HTML blocks (a blog post exported with its page,
+"<h2>…</h2><p>…</p>") are read as a web page's body is: their headings, paragraphs and tables, no tags or styles.
+The verbatim check and the passage highlight then work on the same text the quote was taken from.
 
 Front matter is metadata, never passage text: YAML (`---`), TOML (`+++`) and Nikola's HTML-comment block
 (`<!-- .. title: 儿童眼保健 -->`); its `title` becomes the document's title.
@@ -19,6 +20,7 @@ import re
 import tomllib
 
 from clincite.ingest.loaders.base import DocumentBuilder, LoadedDocument, clean_line
+from clincite.ingest.loaders.webpage import BodyText
 
 log = logging.getLogger("clincite.loaders.markdown")
 
@@ -114,12 +116,19 @@ class _Writer:
         self.items: list[str] = []
         self.table: list[list[str]] | None = None
         self.heading_level = 0
+        self.html: BodyText | None = None  # one parser for all the HTML blocks: a <head> or <style> spans several
 
     def write(self, tokens) -> None:
         for token in tokens:
             handler = getattr(self, f"_{token.type}", None)
             if handler is not None:
                 handler(token)
+
+    def _html_block(self, token) -> None:
+        if self.html is None:
+            self.html = BodyText(self.builder)
+        self.html.feed(token.content)
+        self.html.flush()
 
     # --- block structure ---
     def _heading_open(self, token) -> None:

@@ -25,10 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clincite.ingest.loaders.base import (
+    PAGE_NUMBER,
+    SENTENCE_END,
     DocumentBuilder,
     LoadedDocument,
     SkipFile,
     clean_line,
+    join_cjk,
     ordinal_heading_level,
     strip_markers,
 )
@@ -37,20 +40,13 @@ from clincite.text.tokenizer import get_tokenizer
 
 log = logging.getLogger(__name__)
 
-SENTENCE_END = tuple("。！？；!?;：:")
 MARGIN = 0.1  # top/bottom share of the page where running headers and footers live
-PAGE_NUMBER = re.compile(
-    r"^[-—–·\s]*(第\s*)?\d{1,4}(\s*/\s*\d{1,4})?(\s*页)?(\s*共\s*\d+\s*页)?[-—–·\s]*$"
-    r"|^(page\s*)?\d{1,4}(\s*of\s*\d{1,4})?$",
-    re.I,
-)
 LINE_TOLERANCE = 0.8  # of the type size: characters this far apart vertically still share a line
 GUTTER_BIN = 2.0  # points: the resolution at which an empty vertical strip between columns is looked for
 GUTTER_NOISE = 0.002  # a strip may hold this share of the page's characters (a stray mark) and still be empty
 MIN_GUTTER = 6.0  # points: an empty strip this wide separates two columns
 MIN_COLUMN_SHARE = 0.25  # each column holds at least this share of the page's characters
 MIN_COLUMN_CHARS = 200  # pages with fewer characters are read as one column
-_CJK_SPACE = re.compile(r"(?<=[\u4e00-\u9fff]) (?=[\u4e00-\u9fff])")
 MIN_SUSPECT_HEADINGS = 20  # a short document may well have a heading every few lines
 MAX_HEADING_SHARE = 0.1  # more "headings" by type size than this share of the lines: the sizes mislead
 FULL_LINE = 0.8  # a line this share of its column's width wide is running text
@@ -189,7 +185,7 @@ def _garbled(laid_out: str, plain: str) -> bool:
 def _wordlike(text: str) -> float | None:
     """The share of a text's Chinese characters that sit in words of two or more characters (jieba's dictionary,
     no guessing); None for a page with too little Chinese to tell."""
-    words = get_tokenizer().dictionary_words(_join_cjk(text.replace("\n", "")))
+    words = get_tokenizer().dictionary_words(join_cjk(text.replace("\n", "")))
     chinese = sum(1 for word in words for c in word if "\u4e00" <= c <= "\u9fff")
     if chinese < MIN_WORDLIKE_CHARS:
         return None
@@ -229,7 +225,7 @@ def _plain_lines(text: str, number: int) -> list[Line]:
     """pypdf's lines of a page, in order (no positions or sizes: headings come from the outline or their numbering)."""
     lines = []
     for index, raw in enumerate(text.splitlines()):
-        line = _join_cjk(clean_line(raw))
+        line = join_cjk(clean_line(raw))
         if line:
             top = PLAIN_LEADING * index
             lines.append(Line(line, top, top + PLAIN_LEADING - 1, 0.0, 0.0, 0.0, number, drawn=True))
@@ -263,7 +259,7 @@ def _read_page(page, number: int) -> tuple[list[Line], list[Table], list[Line]]:
     lines = []
     for column, region in enumerate(regions):
         for raw in region.extract_text_lines(return_chars=True, strip=True, y_tolerance=y_tolerance):
-            text = _join_cjk(clean_line(raw["text"]))
+            text = join_cjk(clean_line(raw["text"]))
             if not text:
                 continue
             middle = (raw["top"] + raw["bottom"]) / 2
@@ -280,7 +276,7 @@ def _read_page(page, number: int) -> tuple[list[Line], list[Table], list[Line]]:
     if len(regions) > 1:  # and the margins read across the gutter
         for raw in page.extract_text_lines(strip=True, y_tolerance=y_tolerance):
             top, bottom = float(raw["top"]), float(raw["bottom"])
-            text = _join_cjk(clean_line(raw["text"]))
+            text = join_cjk(clean_line(raw["text"]))
             if text and _in_margin(top, bottom, box):
                 margin.append(Line(text, top, bottom, float(raw["x0"]), float(raw["x1"]), 0.0, number))
     return lines, tables, margin
@@ -586,7 +582,7 @@ def _chars_text(chars: list, size: float) -> str:
     text = ordered[0]["text"] if ordered else ""
     for before, char in itertools.pairwise(ordered):
         text += (" " if float(char["x0"]) - float(before["x1"]) > WORD_SPACE * size else "") + char["text"]
-    return _join_cjk(clean_line(text))
+    return join_cjk(clean_line(text))
 
 
 def _size(char) -> float:
@@ -644,11 +640,6 @@ def _columns(page, tables: list | None = None) -> list:
     if min(left, len(chars) - left) < MIN_COLUMN_SHARE * len(chars):
         return [page]
     return [page.crop((0, 0, gutter, height)), page.crop((gutter, 0, width, height))]
-
-
-def _join_cjk(text: str) -> str:
-    """Letter-spaced Chinese ("经 颅 直 流") as it reads: no space between two Chinese characters."""
-    return _CJK_SPACE.sub("", text)
 
 
 def _outline(reader) -> list[tuple[int, str, int | None]]:

@@ -1,10 +1,25 @@
-"""Plain text: charset detection (every text format reads its bytes through `decode_text`)."""
+"""Plain text: charset detection (every text format reads its bytes through `decode_text`) and the structure a
+plain text carries: its lines, Chinese-numbered headings ("一、概述", "（二）治疗"), and for text copied out of a PDF
+(a guideline saved as .txt) its wrapped lines, page numbers and letter-spaced lines put back together."""
 
 from __future__ import annotations
 
 import codecs
+import re
+import unicodedata
+from dataclasses import dataclass
 
-from clincite.ingest.loaders.base import LoadedDocument, Section, SkipFile, clean_text
+from clincite.ingest.loaders.base import (
+    PAGE_NUMBER,
+    SENTENCE_END,
+    DocumentBuilder,
+    LoadedDocument,
+    SkipFile,
+    clean_line,
+    clean_text,
+    join_lines,
+    ordinal_heading_level,
+)
 
 # Byte-order marks, longest first (the UTF-32-LE mark begins with the UTF-16-LE one).
 BOMS = [
@@ -57,5 +72,90 @@ def decode_text(data: bytes) -> str:
         raise SkipFile(f"无法按检测到的编码 {best.encoding} 解码 (undecodable text)") from exc
 
 
+WRAP_PERCENTILE = 0.8  # the width of a wrapped text's lines: this percentile of its lines' widths
+FULL_LINE = 0.8  # a line this share of that width wide reached the right margin
+WRAPPED_SHARE = 0.3  # a text in which this share of the lines run on into the next was hard-wrapped
+MIN_WRAPPED_LINES = 3  # … and at least this many (a short note of a few long sentences is not)
+MIN_WRAP_WIDTH = 30  # display columns (a Chinese character is 2): narrower "lines" are a list, not wrapped text
+MAX_WRAP_WIDTH = 200  # … and wider ones are paragraphs, one per line: nobody wraps at 100 Chinese characters
+FRAGMENT_WIDTH = 12  # a text whose median line is this narrow was cut at every inline tag of a web page
+LETTER_SPACED = 0.5  # a line with a space after this share of its Chinese characters was justified (a full line)
+# In a letter-spaced line every space next to Chinese text is the justification's ("我 国 5 岁", "（ MPP ）")
+_CHINESE = "\u4e00-\u9fff\u3000-\u303f\uff00-\uffef"  # Han characters and full-width punctuation
+_SPACE_BY_CHINESE = re.compile(f"(?<=[{_CHINESE}]) | (?=[{_CHINESE}])")
+_ITEM_START = re.compile(r"^(?:[（(]\d{1,2}[）)]|\d{1,2}[.、．](?!\d)|[\u2460-\u2473\u2776-\u277f])")
+
+
 def plain_document(text: str, title: str) -> LoadedDocument:
-    return LoadedDocument(title, text, [Section([], 0, len(text))] if text.strip() else [])
+    """A plain text: one paragraph per line, or per paragraph of wrapped lines; Chinese-numbered lines head
+    sections. The file name stays the title (a text's first line is as often a notice's heading as its title)."""
+    lines = [_line(raw) for raw in clean_text(text).split("\n")]
+    lines = [line for line in lines if not (line.text and PAGE_NUMBER.match(line.text))]
+    width = _wrap_width(lines)
+    fragmented = not width and _fragmented(lines)
+    builder = DocumentBuilder(title, title=title)
+    paragraph: list[str] = []
+
+    def flush() -> None:
+        if paragraph:
+            builder.paragraph(join_lines(paragraph))
+            paragraph.clear()
+
+    for line in lines:
+        # A numbered line filling the width is an item wrapping on ("（三）CRP、LDH…明显升高，出现的时"), not a heading
+        level = ordinal_heading_level(line.text) if line.text and not (width and _full(line, width)) else 0
+        if not line.text or level or (paragraph and _ITEM_START.match(line.text)):
+            flush()
+        if level:
+            builder.heading(level, line.text)
+        elif line.text:
+            paragraph.append(line.text)
+            if not ((width and _full(line, width)) or (fragmented and not line.text.endswith(SENTENCE_END))):
+                flush()
+    flush()
+    return builder.build()
+
+
+@dataclass
+class _Line:
+    text: str
+    spaced: bool  # letter-spaced where it was read: a justified, so full, line
+
+
+def _line(raw: str) -> _Line:
+    line = clean_line(raw)
+    chinese = sum(1 for c in line if "\u4e00" <= c <= "\u9fff")
+    spaced = chinese >= 4 and line.count(" ") >= LETTER_SPACED * chinese
+    return _Line(_SPACE_BY_CHINESE.sub("", line) if spaced else line, spaced)
+
+
+def _display_width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _wrap_width(lines: list[_Line]) -> int:
+    """The width a hard-wrapped text was wrapped at; 0 when the text is not hard-wrapped (one paragraph per line)."""
+    widths = sorted(_display_width(line.text) for line in lines if line.text)
+    if len(widths) < 4:
+        return 0
+    width = widths[int(WRAP_PERCENTILE * (len(widths) - 1))]
+    if width < MIN_WRAP_WIDTH:
+        return 0
+    if width > MAX_WRAP_WIDTH:
+        return 0
+    # Cut mid-sentence at the margin: a text of one paragraph per line ends its long lines with a full stop
+    running = sum(1 for line in lines if line.text and _full(line, width) and not line.text.endswith(SENTENCE_END))
+    return width if running >= max(WRAPPED_SHARE * len(widths), MIN_WRAPPED_LINES) else 0
+
+
+def _full(line: _Line, width: int) -> bool:
+    """The line reached the right margin (or was justified to it): the next line carries its paragraph on, as in a
+    PDF (a full line that ends a sentence does too; a short one ends the paragraph)."""
+    return line.spaced or _display_width(line.text) >= FULL_LINE * width
+
+
+def _fragmented(lines: list[_Line]) -> bool:
+    """Text saved from a web page that broke a line at every inline tag ("直径\n~\n4nm\n。"): its sentences run
+    on over many short lines, to their ending."""
+    widths = sorted(_display_width(line.text) for line in lines if line.text)
+    return len(widths) >= 4 and widths[len(widths) // 2] <= FRAGMENT_WIDTH

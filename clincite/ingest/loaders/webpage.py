@@ -135,8 +135,9 @@ def _page_title(markup: str) -> str:
     return clean_line(html.unescape(re.sub(r"<[^>]+>", "", match.group(1)))) if match else ""
 
 
-class _BodyText(html.parser.HTMLParser):
-    """Fallback: headings, paragraphs and table rows of the body, without scripts and page furniture."""
+class BodyText(html.parser.HTMLParser):
+    """Headings, paragraphs and table rows of HTML, without scripts and page furniture, into a builder: the
+    fallback of a page trafilatura finds no main content in, and the HTML blocks of a Markdown file."""
 
     SKIP = frozenset({"script", "style", "head", "nav", "footer", "header", "aside", "form", "noscript", "template"})
     BLOCKS = frozenset({"p", "div", "li", "section", "article", "ul", "ol", "br", "blockquote", "pre"})
@@ -207,7 +208,7 @@ class _BodyText(html.parser.HTMLParser):
 
 def _fallback(markup: str, fallback_title: str) -> LoadedDocument:
     builder = DocumentBuilder(fallback_title)
-    parser = _BodyText(builder)
+    parser = BodyText(builder)
     parser.feed(markup)
     parser.close()
     parser.flush()
