@@ -393,8 +393,13 @@ async def test_2_unknown_names_cost_as_much_as_wrong_passwords(app):
         assert (await login(app, name, "wrong-password", address=address)).status_code == 401
         return time.perf_counter() - started
 
-    known = min([await timed("erin", f"10.4.0.{i}") for i in range(2)])
-    unknown = min([await timed(f"ghost{i}", f"10.4.1.{i}") for i in range(2)])
+    # Alternated, so a burst of load on a busy machine slows both kinds alike (the known ones alone measured 1.2 s
+    # against 0.4 s once in a fresh-clone CI run while other work ran); the fastest of each is compared.
+    known, unknown = [], []
+    for i in range(3):
+        known.append(await timed("erin", f"10.4.0.{i}"))
+        unknown.append(await timed(f"ghost{i}", f"10.4.1.{i}"))
+    known, unknown = min(known), min(unknown)
     assert known > 0.05  # a real bcrypt check
     assert unknown > 0.5 * known, (known, unknown)
 
