@@ -13,7 +13,6 @@ from functools import cache
 
 # Where Traditional characters live: CJK Extension A, the unified ideographs and the compatibility ideographs.
 CJK_RANGES = ((0x3400, 0x4DC0), (0x4E00, 0xA000), (0xF900, 0xFB00))
-# Folding is on every path that compares text; a text without one character to change is returned as it is.
 
 
 @cache
@@ -34,8 +33,3 @@ def _table() -> dict[int, str]:
 def fold(text: str) -> str:
     """The text in Simplified characters, of the same length (兒童近視 → 儿童近视; Simplified text unchanged)."""
     return text.translate(_table())
-
-
-def is_folded(text: str) -> bool:
-    table = _table()
-    return not any(ord(char) in table for char in text)
