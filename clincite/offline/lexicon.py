@@ -12,6 +12,7 @@ much of the question's rare vocabulary it covers (`clincite.offline.relevance`).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -86,7 +87,29 @@ class Lexicon:
         for group in self.synonym_groups:
             if any(lowered == t.lower() for t in group):
                 out += [t.lower() for t in group if t.lower() not in out]
-        return out
+        return out + [v for v in in_digits(lowered) if v not in out]
+
+
+_COUNTED = re.compile(r"^([一二两三四五六七八九十]{1,3})(岁|周|天|日|个月|月|年|次|小时|分钟|滴|片|粒)$")
+_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+
+
+def in_digits(term: str) -> list[str]:
+    """A count the asker writes in Chinese numerals (一岁、两周) as guidelines write it: 1岁, or "1 岁" as a PDF's
+    text layer spaces it. [] for any other term."""
+    found = _COUNTED.match(term)
+    number = _numeral(found.group(1)) if found else None
+    return [f"{number}{found.group(2)}", f"{number} {found.group(2)}"] if number else []
+
+
+def _numeral(text: str) -> int | None:
+    """一 … 九十九 as a number (None for anything else: 十十)."""
+    tens, _, ones = text.partition("十")
+    if "十" not in text:
+        return _DIGITS.get(text) if len(text) == 1 else None
+    if len(tens) > 1 or len(ones) > 1 or "十" in ones:
+        return None
+    return (_DIGITS.get(tens, 0) if tens else 1) * 10 + (_DIGITS.get(ones, 0) if ones else 0)
 
 
 def _asks_either(text: str, start: int, cue: str) -> bool:

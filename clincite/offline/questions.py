@@ -114,6 +114,11 @@ class Ask:
         return [t for t in specific if t.entity or _abbreviation(t.text)] or specific
 
     @property
+    def names_domain_term(self) -> bool:
+        """Whether a subject is a domain term or an abbreviation, not only the asker's everyday words."""
+        return any(t.entity or _abbreviation(t.text) for t in self.subjects)
+
+    @property
     def subject(self) -> str:
         """The most specific subject (the longest domain term), else the content words as written: what titles use."""
         subjects = self.subjects

@@ -47,6 +47,8 @@ GENERIC_WEIGHT = 0.3  # 孩子、方法 … weigh this share of their idf
 WORDING_SHARE = 1.0  # the asker's verb (宣称 for the text's 号称) weighs at most this share of the heaviest noun
 COMMON_RARITY = 7.5  # general-Chinese rarity (Tokenizer.general_rarity) at or below which a word is everyday
 SPECIFIC_SPAN = 5.0  # … and how much rarer it must be to count fully (需要 7.7 → 0.25, 手术 9.8 → 0.46, 青光眼 → 1)
+RATIO_KIND = "比例"
+_RATIO = re.compile(r"\d(?:\.\d+)?\s*[:：∶比]\s*\d")  # 4:1, 1∶1, 3比1; not "1：" numbering a list item
 EVERY_KINDS = ("时间", "次数")  # the quantities "每 + unit" gives (每年一次, 每晚)
 WEAK_BM25 = 2.0  # a best BM25 score below this is normalised by it: the search bonus shrinks with the signal
 ABOUT_SHARE = 0.9  # the section about the subject beats one that only mentions it scoring up to 1/0.9 as much
@@ -447,6 +449,8 @@ def match(weighted: Weighted, text: str) -> float:
 
 
 def _occurs(term: str, text: str) -> bool:
+    if _NUMBER.match(term):  # a number is not part of a larger one, yet may carry a unit: "15" in "≤15kg"
+        return re.search(rf"(?<![\d.]){re.escape(term)}(?!\d|\.\d)", text) is not None
     if term.isascii():  # ASCII abbreviations count as whole words only: "AL" is not in "VAL"; "dB" is in "40dB"
         return re.search(rf"(?<![a-z]){re.escape(term)}(?![a-z0-9])", text) is not None
     return term in text
@@ -541,11 +545,14 @@ def _number_in_turn(
     if _gives_number(ask, hit, unit, path, opening, decisive, lex):
         return best
     segment = _segment_of(hit, unit.start)
+    unbroken = True  # every unit since the best one names something asked or refers back to the one before
     for later, later_path in units:
         if later.start <= unit.start or _segment_of(hit, later.start) != segment:
             continue
         says = later.text(hit.text).lower()
-        if not any(match(w, says) == 1.0 for w in terms if not (w.term.generic or w.term.context)):
+        names = any(match(w, says) == 1.0 for w in terms if not (w.term.generic or w.term.context))
+        unbroken = unbroken and (names or _refers_back(says))
+        if not names and not unbroken:  # "上述均为每日2次，疗程5天" says how long the dose before it is taken
             continue  # "经戴主任近两年的精心医治" gives a 时间 but says nothing of the 注射 asked about
         scored = _unit_score(ask, part, hit, later, later_path, terms, lex, opening)
         if scored and _gives_number(ask, hit, later, later_path, opening, decisive, lex):
@@ -619,6 +626,8 @@ def _named_subjects(ask: Ask, part: Part, terms: list[Weighted]) -> list[Weighte
     too common to be decisive, yet a passage that never names it answers something else."""
     if part.subjects:
         names = {t.text for t in part.subjects if t.entity}
+    elif not ask.names_domain_term:
+        return []  # no domain term: the longest of the asker's words (一岁、急诊) is a guess, not the subject
     else:  # the subject with the words written onto it: 斜视手术 is not answered by a passage on 斜视 alone
         names = {t.text for t in compound(ask, ask.subject) if _narrows(t)}
         names |= {ask.subject} if any(t.text == ask.subject and t.entity for t in ask.terms) else set()
@@ -929,6 +938,8 @@ def _answers_number(ask: Ask, text: str, about: str, decisive: list[Weighted], l
 
 
 def _number_of_kind(ask: Ask, text: str, lex: Lexicon) -> bool:
+    if ask.quantity == RATIO_KIND and _RATIO.search(text):
+        return True  # "1:1 到 4:1" gives a 比例 as much as "20%" does
     units = lex.quantities.get(ask.quantity, (None, None))[1]
     if not units:
         return bool(_DIGIT.search(text))

@@ -23,6 +23,74 @@ NOUN_TAGS = ("n", "t")  # jieba's tags of nouns (n, nr, nz, ns, nt …) and time
 VERB_ENDINGS = set("过着了到出进来去完好起上下住成")  # written on a verb: 做过、开着、伤到、拿出
 MIN_DICTIONARY_WORD = 3  # shorter synonyms would re-cut ordinary text around them
 SYNONYM_FREQUENCY = 2000
+# THUOCL lists many drugs only as products (利巴韦林注射液, 磷酸奥司他韦胶囊); a guideline and a clinician name the
+# drug itself, which jieba would cut into pieces (利巴韦 + 林, 奥 + 司 + 他 + 韦). The dosage forms and salts below are
+# taken off a product's name to give the drug's.
+DOSAGE_FORMS = sorted(
+    [
+        "注射液",
+        "注射剂",
+        "颗粒",
+        "胶囊",
+        "软胶囊",
+        "肠溶胶囊",
+        "缓释胶囊",
+        "片",
+        "分散片",
+        "肠溶片",
+        "缓释片",
+        "控释片",
+        "咀嚼片",
+        "含片",
+        "泡腾片",
+        "泡腾颗粒",
+        "薄膜衣片",
+        "干混悬剂",
+        "混悬液",
+        "混悬剂",
+        "滴眼液",
+        "眼用凝胶",
+        "眼膏",
+        "凝胶",
+        "软膏",
+        "乳膏",
+        "气雾剂",
+        "喷雾剂",
+        "喷剂",
+        "口服液",
+        "口服溶液",
+        "糖浆",
+        "栓",
+        "贴剂",
+        "滴丸",
+        "丸",
+        "滴剂",
+        "溶液",
+        "粉针",
+        "钠",
+        "钾",
+        "氯化钠注射液",
+        "葡萄糖注射液",
+    ],
+    key=len,
+    reverse=True,
+)
+SALT_PREFIXES = (
+    "注射用",
+    "盐酸",
+    "硫酸",
+    "磷酸",
+    "醋酸",
+    "马来酸",
+    "枸橼酸",
+    "酒石酸",
+    "甲磺酸",
+    "富马酸",
+    "琥珀酸",
+    "乳酸",
+)
+DRUG_NAME_CHARS = (3, 8)
+COMMON_PIECE_FREQUENCY = 100  # a drug name cut into pieces this common (复方 + 感冒) is made of ordinary words
 _PUNCT_OR_SPACE = re.compile(r"^[\s\W_]+$", re.UNICODE)
 
 
@@ -59,12 +127,21 @@ class Tokenizer:
         if not path.exists():
             return set()
         added = set()
-        for line in path.read_text(encoding="utf-8").splitlines():
-            word = line.split("\t", 1)[0].strip()
+        words = [line.split("\t", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines()]
+        for word in words:
             if len(word) >= 2 and word not in self._jieba.FREQ:
                 self._jieba.add_word(word)  # jieba works out the frequency that keeps it whole
                 added.add(word)
+        for drug in {_drug_of(word) for word in words} - {""}:
+            if not self._jieba.FREQ.get(drug) and self._cut_apart(drug):
+                self._jieba.add_word(drug)
+                added.add(drug)
         return added
+
+    def _cut_apart(self, word: str) -> bool:
+        """jieba cuts the word into a single character or a piece it hardly knows: no ordinary words."""
+        pieces = self._jieba.lcut(word, HMM=False)
+        return any(len(p) == 1 or self._jieba.FREQ.get(p, 0) < COMMON_PIECE_FREQUENCY for p in pieces)
 
     def tokenize(self, text: str) -> list[str]:
         """Index and query tokens, in Simplified characters (a Traditional text and a Simplified question meet)."""
@@ -176,6 +253,18 @@ class Tokenizer:
         return [tok for word in self.words(term) for tok in [word.strip().lower()] if tok and tok not in self.stopwords]
 
 
+def _drug_of(product: str) -> str:
+    """The drug a product's name names (磷酸奥司他韦胶囊 → 奥司他韦), or "" when the name has no dosage form."""
+    form = next((f for f in DOSAGE_FORMS if product.endswith(f)), "")
+    if not form:
+        return ""
+    drug = product[: -len(form)]
+    salt = next((p for p in SALT_PREFIXES if drug.startswith(p)), "")
+    drug = drug[len(salt) :]
+    low, high = DRUG_NAME_CHARS
+    return drug if low <= len(drug) <= high else ""
+
+
 def _aligned(text: str, pieces: list[str]) -> list[str]:
     """The text cut at the lengths of the pieces its folded reading was cut into (folding keeps every length)."""
     words, start = [], 0
@@ -197,7 +286,7 @@ def _mention_spans(text: str, term: str) -> list[tuple[int, int]]:
 
 # What else decides what the keyword index holds (bumped when it changes: 2 — reference-list lines are not indexed;
 # 3 — tokens in Simplified characters, clincite.text.script)
-INDEXING_RULES = 3
+INDEXING_RULES = 4
 
 
 def _signature(lexicon_dir: Path, jieba_version: str) -> str:
