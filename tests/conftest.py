@@ -465,6 +465,25 @@ def send_question(page, question: str) -> None:
                 raise
 
 
+@contextmanager
+def kept_on_failure(page, name: str, log_file: Path | None = None):
+    """A browser step that fails leaves what the clinician saw (a screenshot, the page's text) and the server's last
+    log lines in test-artifacts/browser/, so a failure seen once in CI can be read afterwards."""
+    try:
+        yield
+    except BaseException:
+        out = ROOT / "test-artifacts" / "browser"
+        out.mkdir(parents=True, exist_ok=True)
+        try:
+            page.screenshot(path=str(out / f"{name}.png"))
+            (out / f"{name}.txt").write_text(page.url + "\n\n" + page.locator("body").inner_text(timeout=5_000))
+        except Exception:  # the page itself may be what failed; the log is still worth keeping
+            pass
+        if log_file is not None and log_file.exists():
+            (out / f"{name}.server.log").write_text("\n".join(log_file.read_text().splitlines()[-200:]))
+        raise
+
+
 def give_feedback(page, answer, thumbs_up: bool, comment: str) -> None:
     """👍 or 👎 on an answer with a comment, as a clinician gives it: the button opens Chainlit's comment dialog.
 

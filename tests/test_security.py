@@ -30,7 +30,16 @@ from urllib.parse import quote, urlsplit
 import httpx
 import pytest
 import socketio
-from conftest import CHROMIUM, CHROMIUM_ARGS, ROOT, AppServer, free_port, question_payload, send_question
+from conftest import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    ROOT,
+    AppServer,
+    free_port,
+    kept_on_failure,
+    question_payload,
+    send_question,
+)
 from conftest import socket_turn as conftest_socket_turn
 from fake_clinical_llm import AGENTS, ClinicalLLM, agent_of, first_user_text
 from fake_openai_server import FakeOpenAIServer
@@ -1094,9 +1103,10 @@ def test_r3_model_output_in_the_footer_fetches_nothing_also_after_reopening(llm_
             assert [r for r in requests if "llm-missing" in r] == []
             page.wait_for_url("**/thread/**", timeout=30_000)
             page.goto(page.url)  # reopened: the stored report is rendered again
-            expect(page.locator(".step[data-step-type='assistant_message']").filter(has_text="证据覆盖")).to_have_count(
-                1, timeout=60_000
-            )
+            with kept_on_failure(page, "security-r3-reopened", llm_app.log_file):
+                expect(
+                    page.locator(".step[data-step-type='assistant_message']").filter(has_text="证据覆盖")
+                ).to_have_count(1, timeout=60_000)
             page.wait_for_timeout(2000)
             violations = page.evaluate("window.__violations")
         finally:

@@ -49,9 +49,10 @@ VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole
 # whose positional reading is garbled read in drawing order, PDFs pdfminer finds no pages in repaired by pypdf; 4: PDF
 # running headers and footers dropped from pages read in drawing order and where a two-column crop cuts them, margins
 # measured on the crop box; 5: a web page without <title> titled by the question it opens with; 6: PDF three-line
-# tables read as rows with their captions): the next ingest of an existing KB reads every file again, so an
+# tables read as rows with their captions; 7: a hard-wrapped text's margin read from its Chinese lines, a line of
+# bare closing punctuation joined to the one before): the next ingest of an existing KB reads every file again, so an
 # upgrade's better reading reaches the documents.
-READER_VERSION = 6
+READER_VERSION = 7
 READER_KEY = "reader_version"
 
 Status = Literal["added", "updated", "unchanged", "skipped", "removed", "would-remove"]

@@ -129,7 +129,9 @@ def load_lexicon(lexicon_dir: Path = LEXICON_DIR) -> Lexicon:
         passage.update(dict.fromkeys(cues["passage"], aspect))
     tokenizer = get_tokenizer()
     units = {unit.lower() for q in raw["quantities"].values() for unit in q["units"]}
-    entities = {t.lower() for group in tokenizer.synonyms for t in group} - units  # mm、mg: how much, not what
+    populations = set(raw.get("populations", []))
+    # mm、mg say how much and 老人、孕妇 whom, not what is asked about
+    entities = {t.lower() for group in tokenizer.synonyms for t in group} - units - populations
     userdict = lexicon_dir / "userdict.txt"
     if userdict.exists():
         entities |= {
@@ -151,7 +153,7 @@ def load_lexicon(lexicon_dir: Path = LEXICON_DIR) -> Lexicon:
         follow_up=sorted(raw["follow_up"], key=len, reverse=True),
         demonstratives=set(raw["demonstratives"]),
         not_subjects=set(raw["not_subjects"]),
-        populations=set(raw.get("populations", [])),
+        populations=populations,
         entities=entities,
         synonym_groups=tokenizer.synonyms,
     )

@@ -75,6 +75,39 @@ KIND_SHARE = 0.6  # the second word of a two-word subject weighing at most this 
 TOGETHER_CHARS = 14  # the words of a compound subject start this close to each other where a text speaks of it
 RUN_CHARS = 260  # a unit takes the sentences that carry on its answer along, up to about this many characters
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述", "这些", "但", "而")
+# A sentence opening on a verb or a modal has no subject of its own
+SUBJECTLESS_START = (
+    "适用于",
+    "适合",
+    "不适用于",
+    "不适合",
+    "用于",
+    "可用于",
+    "多用于",
+    "常用于",
+    "主要用于",
+    "禁用于",
+    "慎用于",
+    "可",
+    "应",
+    "须",
+    "需",
+    "宜",
+    "不宜",
+    "不应",
+    "不可",
+    "能够",
+    "主要",
+    "多见于",
+    "常见于",
+    "具有",
+    "属于",
+    "也",
+    "亦",
+    "还可",
+    "并",
+    "同时",
+)
 QUOTES = " “\"「『‘'"  # a sentence quoted ("“这个疾病…”") refers back all the same
 LEADS_INTO = ("：", ":", "，", ",")  # a line ending so carries on into the list below it
 BARE_LEAD_CHARS = 10  # a lead-in this short ("包括但不限于:", "如下：") names nothing of what its list is
@@ -92,6 +125,11 @@ _POINTS_ELSEWHERE = re.compile(  # "参见第三题的答案。", "常用通便�
     r"^\s*(?:参见|参看|详见|见上|同上)|[（(]?(?:参?见|详见)附?[表图]\s*[\dA-Za-z一二三四五六七八九十]+[)）]?[。.]?\s*$"
 )
 _NUMBER = re.compile(r"^[\d.%％]+$")
+# A person's name (2 to 4 characters, maybe spaced out "何 宏") and their institution
+_ROSTER_LINE = re.compile(
+    r"^[\u4e00-\u9fff]{1,4}(?:[ \u3000][\u4e00-\u9fff]{1,3})?[ \u3000]+\S{2,40}"
+    r"(?:医院|大学|学院|中心|研究所|研究院|委员会|学会|协会|科学院)$"
+)
 _SEE_TABLE = re.compile(r"[见如]\s*附?表\s*(\d+)")
 _REFERENCES_HEADING = re.compile(r"^(?:参考文献|引用文献|文献|references?|bibliography)[:：]?$", re.I)
 _ENUMERATED = re.compile(
@@ -492,7 +530,12 @@ def _passage(
     headings = " ".join([hit.title, *paths]).lower()
     scope = f"{headings} {opening.lower()} {hit.text.lower()}"
     coverage = _coverage(terms, scope, headings)
-    if coverage < COVERAGE_FLOOR or not _covers_decisive(decisive + _named_subjects(ask, part, terms), scope, headings):
+    # The asker's own figures (8岁, 0.3mm) rank a passage that has them, but one without them may still answer; a
+    # percentage names what is asked of (0.01%还是0.05%的阿托品)
+    worded = [w for w in terms if match(w, scope) == 1.0 or not _askers_figure(ask, w.term.text)] or terms
+    if _coverage(worded, scope, headings) < COVERAGE_FLOOR or not _covers_decisive(
+        decisive + _named_subjects(ask, part, terms), scope, headings
+    ):
         return None  # too little of the question, or not what it is decisively about (its rare terms, its subject)
     needs_aspect = bool(part.aspects) and not set(part.aspects) & lex.free_aspects
     units = _units(hit)
@@ -558,6 +601,17 @@ def _number_in_turn(
         if scored and _gives_number(ask, hit, later, later_path, opening, decisive, lex):
             return (*scored, later, later_path)
     return None
+
+
+def _askers_figure(ask: Ask, term: str) -> bool:
+    """A whole number the question gives with a unit of measure (8岁, 0.3mm, 200度): the asker's own figure, not a
+    percentage that names what is asked of (0.01%阿托品) nor part of a name (omega-3)."""
+    if not _NUMBER.match(term) or "%" in term or "％" in term:
+        return False
+    return any(
+        not found.group(1).startswith(("%", "％"))
+        for found in re.finditer(rf"(?<![A-Za-z0-9.\-]){re.escape(term)}(?![\d.])\s*(\S?)", ask.question)
+    )
 
 
 def _segment_of(hit: Hit, start: int) -> int:
@@ -732,6 +786,8 @@ def _unit_score(
         return None
     if _is_reference(text, path):
         return None  # a reference list names the topic of every study it cites and answers nothing
+    if all(_ROSTER_LINE.match(line.strip()) for line in text.strip().split("\n")):
+        return None  # "何 宏 中山大学中山眼科中心海南眼科医院": a guideline's list of its authors
     if all(line.rstrip().endswith(("？", "?")) for line in text.split("\n") if line.strip()):
         return None  # a question, or a list of them (an index of article titles), answers nothing
     if _QUESTION_LINE.match(_line_of(hit.text, unit.start)):
@@ -811,7 +867,9 @@ def _is_reference(text: str, path: list[str]) -> bool:
 
 
 def _refers_back(text: str) -> bool:
-    return text.lstrip(QUOTES).startswith(PRONOUN_START)
+    """The sentence names its subject by a pronoun ("该病…") or not at all: a Chinese sentence that opens on its
+    predicate ("适用于8岁及以上儿童青少年。", "可有效延缓…") carries on the subject of the one before it."""
+    return text.lstrip(QUOTES).startswith(PRONOUN_START + SUBJECTLESS_START)
 
 
 def _lead_in(text: str, start: int) -> str:

@@ -78,11 +78,14 @@ WRAPPED_SHARE = 0.3  # a text in which this share of the lines run on into the n
 MIN_WRAPPED_LINES = 3  # … and at least this many (a short note of a few long sentences is not)
 MIN_WRAP_WIDTH = 30  # display columns (a Chinese character is 2): narrower "lines" are a list, not wrapped text
 MAX_WRAP_WIDTH = 200  # … and wider ones are paragraphs, one per line: nobody wraps at 100 Chinese characters
+BODY_CJK_SHARE = 0.5  # a line at least this much Chinese is body text (the wrap width is read from those) …
+BODY_SHARE = 0.3  # … when they are this share of the lines or more
 FRAGMENT_WIDTH = 12  # a text whose median line is this narrow was cut at every inline tag of a web page
 LETTER_SPACED = 0.5  # a line with a space after this share of its Chinese characters was justified (a full line)
 # In a letter-spaced line every space next to Chinese text is the justification's ("我 国 5 岁", "（ MPP ）")
 _CHINESE = "\u4e00-\u9fff\u3000-\u303f\uff00-\uffef"  # Han characters and full-width punctuation
 _SPACE_BY_CHINESE = re.compile(f"(?<=[{_CHINESE}]) | (?=[{_CHINESE}])")
+_STRAY_PUNCTUATION = re.compile(r"^[。．，、；：！？）」』”’)\]]{1,3}$")
 _ITEM_START = re.compile(r"^(?:[（(]\d{1,2}[）)]|\d{1,2}[.、．](?!\d)|[\u2460-\u2473\u2776-\u277f])")
 
 
@@ -90,7 +93,7 @@ def plain_document(text: str, title: str) -> LoadedDocument:
     """A plain text: one paragraph per line, or per paragraph of wrapped lines; Chinese-numbered lines head
     sections. The file name stays the title (a text's first line is as often a notice's heading as its title)."""
     lines = [_line(raw) for raw in clean_text(text).split("\n")]
-    lines = [line for line in lines if not (line.text and PAGE_NUMBER.match(line.text))]
+    lines = _with_stray_punctuation_joined([line for line in lines if not (line.text and PAGE_NUMBER.match(line.text))])
     width = _wrap_width(lines)
     fragmented = not width and _fragmented(lines)
     builder = DocumentBuilder(title, title=title)
@@ -133,9 +136,26 @@ def _display_width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
+def _with_stray_punctuation_joined(lines: list[_Line]) -> list[_Line]:
+    """A line that is only the punctuation closing the one before ("者造影剂廓清较快" + "。": a PDF's text often puts
+    a sentence's last mark on a line of its own) goes back on that line."""
+    out: list[_Line] = []
+    for line in lines:
+        if _STRAY_PUNCTUATION.match(line.text) and out and out[-1].text:
+            out[-1] = _Line(out[-1].text + line.text, out[-1].spaced)
+        else:
+            out.append(line)
+    return out
+
+
 def _wrap_width(lines: list[_Line]) -> int:
-    """The width a hard-wrapped text was wrapped at; 0 when the text is not hard-wrapped (one paragraph per line)."""
-    widths = sorted(_display_width(line.text) for line in lines if line.text)
+    """The width a hard-wrapped text was wrapped at; 0 when the text is not hard-wrapped (one paragraph per line).
+
+    Read from the Chinese lines when there are enough of them: a guideline's English reference list is wider in
+    display columns than its Chinese body at the same margin, and a long one would set the width for the whole text."""
+    chinese = [line for line in lines if line.text and _cjk_share(line.text) >= BODY_CJK_SHARE]
+    measured = chinese if len(chinese) >= MIN_WRAPPED_LINES and len(chinese) >= BODY_SHARE * len(lines) else lines
+    widths = sorted(_display_width(line.text) for line in measured if line.text)
     if len(widths) < 4:
         return 0
     width = widths[int(WRAP_PERCENTILE * (len(widths) - 1))]
@@ -144,7 +164,7 @@ def _wrap_width(lines: list[_Line]) -> int:
     if width > MAX_WRAP_WIDTH:
         return 0
     # Cut mid-sentence at the margin: a text of one paragraph per line ends its long lines with a full stop
-    running = sum(1 for line in lines if line.text and _full(line, width) and not line.text.endswith(SENTENCE_END))
+    running = sum(1 for line in measured if line.text and _full(line, width) and not line.text.endswith(SENTENCE_END))
     return width if running >= max(WRAPPED_SHARE * len(widths), MIN_WRAPPED_LINES) else 0
 
 
@@ -159,3 +179,7 @@ def _fragmented(lines: list[_Line]) -> bool:
     on over many short lines, to their ending."""
     widths = sorted(_display_width(line.text) for line in lines if line.text)
     return len(widths) >= 4 and widths[len(widths) // 2] <= FRAGMENT_WIDTH
+
+
+def _cjk_share(text: str) -> float:
+    return sum(1 for c in text if "\u4e00" <= c <= "\u9fff") / max(len(text), 1)
