@@ -5,6 +5,8 @@ stop-35 blind library of National Health Commission guidelines, 近视防治指�
   on a line of its own, and a long English reference list whose lines are wider than the Chinese body's: the body's
   sentences are still read whole;
 - "适用于8 岁及以上儿童青少年。" names no subject: it says the age of the lens the sentence before it names;
+- "目前尚无绝对年龄限制。" says all that "周边离焦框架眼镜有没有年龄限制？" asks but its subject, which the
+  paragraph names two sentences before: it is the answer, not the paragraph's first sentence naming the lens;
 - "8岁孩子一年眼轴长了0.3mm" gives the asker's own figures: a passage giving the reference values answers it, though
   it does not repeat 8 or 0.3.
 
@@ -32,6 +34,8 @@ BODY = [
     "1.框架眼镜：最简单、安全的矫正方式，近视儿童应至少每半年复查一次，及时调整镜片度数和镜架。",
     "2.角膜塑形镜：一种夜间配戴的逆几何设计硬性透气性接触镜，通过改变角膜中央的形态暂时降低近视度数，"
     "可延缓儿童青少年眼轴增长。适用于8岁及以上儿童青少年。须在有资质的医疗机构验配，并严格遵守护理和复查要求。",
+    "3.周边离焦框架眼镜：采用特殊光学设计的框架眼镜，已成为临床常用的近视防控措施。其适用人群主要为近视进展较快的"
+    "儿童青少年。目前尚无绝对年龄限制。显性斜视、弱视、双眼视功能异常者不宜配戴。",
     "三、病理性近视的随访",
     "病理性近视者应定期检查眼底。如突发视力下降、视物变形、眼前黑影突然增多或持续闪光感，应立即就医。",
 ]
@@ -90,3 +94,9 @@ async def test_the_askers_own_figures_do_not_keep_the_reference_values_from_answ
     service = library(tmp_path, {"儿童青少年近视防治要点（演示）.txt": GUIDELINE_TXT})
     result = await service.ask("8岁孩子一年眼轴长了0.3mm，这算正常生长吗？")
     assert "平均每年不超过0.2mm" in "".join((tldr(result.answer) + conclusion(result.answer)).split())
+
+
+async def test_a_sentence_saying_what_is_asked_answers_for_the_subject_its_paragraph_named_before(tmp_path):
+    service = library(tmp_path, {"儿童青少年近视防治要点（演示）.txt": GUIDELINE_TXT})
+    result = await service.ask("周边离焦框架眼镜有没有年龄限制？")
+    assert "目前尚无绝对年龄限制" in "".join(tldr(result.answer).split())

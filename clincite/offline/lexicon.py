@@ -129,7 +129,9 @@ def load_lexicon(lexicon_dir: Path = LEXICON_DIR) -> Lexicon:
         passage.update(dict.fromkeys(cues["passage"], aspect))
     tokenizer = get_tokenizer()
     units = {unit.lower() for q in raw["quantities"].values() for unit in q["units"]}
-    populations = set(raw.get("populations", []))
+    listed = set(raw.get("populations", []))
+    # …and their other names: 上了年纪 is 老人, 喂奶 is 哺乳期
+    populations = listed | {t for group in tokenizer.synonyms if {g.lower() for g in group} & listed for t in group}
     # mm、mg say how much and 老人、孕妇 whom, not what is asked about
     entities = {t.lower() for group in tokenizer.synonyms for t in group} - units - populations
     userdict = lexicon_dir / "userdict.txt"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Protocol
 
 from clincite.offline.lexicon import Lexicon, get_lexicon
@@ -71,6 +72,12 @@ _ASKS_GRADES = re.compile(r"^几[级期型]$")
 _LETTER_TAIL = re.compile(r"^[A-Z]\d?$")  # 维生素 + D, 维生素 + B12 is not one (B12 keeps its own token)
 
 
+# A clause asks when it has a question word (啥、多少、为啥、能否 as _normalise_asking writes 能不能, 行不行 …);
+# the question's last clause asks whether or not (its 吗 was stripped)
+_ASKING_CLAUSE = re.compile(r"[吗呢么啥哪几谁怎否]|什么|多少|多久|多长|多大|如何|为何|分别|区别|还是|(.)不\1")
+_CLAUSE_END = re.compile(r"[，,；;。？?！!]")
+
+
 @dataclass
 class Term:
     text: str
@@ -82,6 +89,9 @@ class Term:
     modifier: bool = False  # "X的Y": X says whose Y is asked (手术显微镜的脚踏), Y is what is asked about
     either: str = ""  # "A或B": the term this one is an alternative to (B's is A); a text may name either
     context: bool = False  # the chat's last subject, carried along as context: weighed where named, never required
+    # Written only in a clause that asks nothing ("天天对着电脑上班，…，为啥…"): the asker's scene, an everyday word
+    # that ranks a passage naming it but is never missed where a passage does not
+    scene: bool = False
 
 
 @dataclass
@@ -243,6 +253,7 @@ def analyse(
     _number_over_treatment(ask, tokens, lex)
     _number_judged_safe(ask, lex)
     _mark_modifiers(ask)
+    _mark_scene(ask, lex)
     if not ask.aspects and not ask.quantity and _WHAT_IS.search(text) and "定义" in lex.aspects:
         ask.aspects = ["定义"]
     if not previous:
@@ -335,6 +346,29 @@ def _mark_quoted(ask: Ask, question: str, lex: Lexicon) -> None:
             term = Term(quoted, lex.variants(quoted), entity=quoted.lower() in lex.entities)
             ask.terms.append(term)
         term.quoted = True
+
+
+def _mark_scene(ask: Ask, lex: Lexicon) -> None:
+    """Everyday words written only in the clauses that set the scene before the one that asks ("戴隐形眼镜偶尔懒得摘就
+    睡了，得角膜感染的风险会大多少？": 偶尔、懒得、摘): the asker's story, which a text tells in its own words if at
+    all. A subject is never scene: a domain term, an abbreviation, a quoted word or a noun rare enough to name one
+    (后巩膜加固术 in "听说有个后巩膜加固术，能不能…")."""
+    text = ask.resolved
+    bounds = [0, *(m.end() for m in _CLAUSE_END.finditer(text)), len(text)]
+    clauses = [(a, b) for a, b in pairwise(bounds) if text[a:b].strip(TRAILING)]
+    asking = [(a, b) for i, (a, b) in enumerate(clauses) if i == len(clauses) - 1 or _ASKING_CLAUSE.search(text[a:b])]
+    if len(asking) == len(clauses):
+        return
+    tokenizer = get_tokenizer()
+    for term in ask.terms:
+        places = [m.start() for m in re.finditer(re.escape(term.text), text)]
+        if not places or any(a <= at < b for at in places for a, b in asking):
+            continue
+        if term.entity or term.quoted or term.context or _abbreviation(term.text) or term.text in lex.populations:
+            continue  # 儿童 of "儿童…用加巴喷丁，起始剂量…": whom it is asked of
+        if tokenizer.is_noun(term.text) and tokenizer.general_rarity(term.text) >= NAMING_RARITY:
+            continue
+        term.scene = True
 
 
 def _mark_modifiers(ask: Ask) -> None:

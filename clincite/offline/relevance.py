@@ -115,7 +115,12 @@ INLINE_ITEMS = 2  # a sentence with this many enumerators of its own (①…②�
 # … and so is a sentence naming four things or more apart by 、 ("包含了SRK/T、Hoffer Q、Haigis、Shammas公式")
 SERIES_MARKS = 3
 _INLINE_ITEM = re.compile(r"[\u2460-\u2473\u2776-\u277f]|[（(][1-9]\d?[）)]")
-ANNOUNCES = ("以下", "如下", "下列", "包括", "分为", "有几点", "几种")  # the answer follows this sentence
+# the answer follows this sentence: "以下", "包括", or a count of things ("可以尝试几件事情", "要注意三点：")
+_ANNOUNCES = re.compile(
+    r"以下|如下|下列|包括|分为|有几点|几种"
+    r"|[几两三四五六七八九十]+(?:件事|种方法|种办法|个方法|个办法|项措施|条建议|个要点|个方面)"
+    r"|[几两三四五六七八九十]+[点条项][。：:]"
+)
 CARRY_ON = ("另外", "此外", "同时", "并且", "而且", "其中", "因此", "所以", "但", "①", "②", "③", "1.", "2.", "3.")
 _NUMBER_GAP = r"[\d.,，～~至到\-–—一二三四五六七八九十两半百千万个多余左右约\s]{0,8}?"  # 1至3个、两三
 # An interview or a Q&A page: "[网友乖乖女]问：…" asks, "[嘉宾江睿]答：…" answers (also 问：/答：, 患者问：)
@@ -326,7 +331,13 @@ def _decisive(terms: list[Weighted]) -> list[Weighted]:
     """The question's rarest terms, at most MAX_DECISIVE: a passage that lacks one of them does not answer it. A
     one-character word (停、洗) or a bare number is too loose a thing to decide on."""
     eligible = [
-        w for w in terms if len(w.term.text) >= 2 and not _NUMBER.match(w.term.text) and not w.common and _may_decide(w)
+        w
+        for w in terms
+        if len(w.term.text) >= 2
+        and not _NUMBER.match(w.term.text)
+        and not w.common
+        and not w.term.scene
+        and _may_decide(w)
     ]
     # who it is asked of (a population the library seldom writes for) decides whatever its weight: an everyday word
     populations = [w for w in eligible if w.term.generic]
@@ -530,9 +541,11 @@ def _passage(
     headings = " ".join([hit.title, *paths]).lower()
     scope = f"{headings} {opening.lower()} {hit.text.lower()}"
     coverage = _coverage(terms, scope, headings)
-    # The asker's own figures (8岁, 0.3mm) rank a passage that has them, but one without them may still answer; a
-    # percentage names what is asked of (0.01%还是0.05%的阿托品)
-    worded = [w for w in terms if match(w, scope) == 1.0 or not _askers_figure(ask, w.term.text)] or terms
+    # The asker's own figures (8岁, 0.3mm) and scene (天天对着电脑上班) rank a passage that has them, but one without
+    # them may still answer; a percentage names what is asked of (0.01%还是0.05%的阿托品)
+    worded = [
+        w for w in terms if match(w, scope) == 1.0 or not (w.term.scene or _askers_figure(ask, w.term.text))
+    ] or terms
     if _coverage(worded, scope, headings) < COVERAGE_FLOOR or not _covers_decisive(
         decisive + _named_subjects(ask, part, terms), scope, headings
     ):
@@ -798,6 +811,10 @@ def _unit_score(
     context = " ".join([hit.title, *path, opening if path == list(hit.heading_path) else ""]).lower()
     if _refers_back(text):  # "这个疾病如果在出生1个月…": what it names is the sentence before it
         context = f"{context} {_sentence_before(hit.text, unit.start).lower()}"
+    elif unit.kind == "sentence" and _says_the_rest(ask, part, terms, lowered):
+        # "其适用人群…。目前尚无绝对年龄限制。": a sentence saying all that is asked of a subject its paragraph named
+        # earlier speaks of that subject
+        context = " ".join([context, *_subjects_named_before(ask, part, terms, hit.text, unit.start, context)])
     elif _ANSWER_LINE.match(_line_of(hit.text, unit.start)):  # "[嘉宾]答：…" answers the "[网友]问：…" before
         context = f"{context} {_question_before(hit.text, unit.start).lower()}"  # it, which names what
     # "能够测量角膜后表面的设备并不多，" and its list say one thing
@@ -876,7 +893,7 @@ def _lead_in(text: str, start: int) -> str:
     """The line just before a list when it leads into it: it ends unfinished ("：", "，") or announces what follows
     (以下、包括); else ""."""
     line = text[:start].rstrip().rsplit("\n", 1)[-1].strip()
-    return line if line.endswith(LEADS_INTO) or any(word in line for word in ANNOUNCES) else ""
+    return line if line.endswith(LEADS_INTO) or bool(_ANNOUNCES.search(line)) else ""
 
 
 def _list_lead(text: str, unit: Unit, read_back: bool = False) -> str:
@@ -899,7 +916,7 @@ def _list_lead(text: str, unit: Unit, read_back: bool = False) -> str:
     if not before:
         return ""
     sentence = text[before[-1][0] : before[-1][1]]
-    return sentence if sentence.rstrip().endswith(LEADS_INTO) or any(w in sentence for w in ANNOUNCES) else ""
+    return sentence if sentence.rstrip().endswith(LEADS_INTO) or bool(_ANNOUNCES.search(sentence)) else ""
 
 
 def _paragraph_before(text: str, start: int) -> str:
@@ -922,6 +939,27 @@ def _question_before(text: str, start: int) -> str:
     window = text[max(0, line_start - RUN_CHARS) : line_start]
     lines = [line for line in window.split("\n") if _QUESTION_LINE.match(line)]
     return lines[-1] if lines else ""
+
+
+def _says_the_rest(ask: Ask, part: Part, terms: list[Weighted], text: str) -> bool:
+    """The unit names every term of the question that is not its subject (年龄、限制 of "周边离焦框架眼镜有没有年龄
+    限制"): what is asked of the subject, if not the subject itself."""
+    subjects = part.subjects or ask.subjects
+    rest = [w for w in terms if w.term not in subjects and not w.term.context]
+    return bool(rest) and all(match(w, text) == 1.0 for w in rest)
+
+
+def _subjects_named_before(
+    ask: Ask, part: Part, terms: list[Weighted], text: str, start: int, context: str
+) -> list[str]:
+    """The question's subjects that the unit's paragraph names before it (up to RUN_CHARS back) and its context
+    does not."""
+    paragraph = text.rfind("\n\n", 0, start) + 1
+    before = text[max(paragraph, start - RUN_CHARS) : start].lower()
+    subjects = part.subjects or ask.subjects
+    return [
+        w.term.text.lower() for w in terms if w.term in subjects and match(w, before) == 1.0 and match(w, context) < 1.0
+    ]
 
 
 def _sentence_before(text: str, start: int) -> str:
@@ -1044,11 +1082,14 @@ def _with_context(
     if forward and len(section) > 1 and section[-1].end - section[0].start <= RUN_CHARS and path:
         return text[min(start, section[0].start) : section[-1].end]  # a short section is read whole
     for following, following_path in units[index + 1 :]:
+        if following.kind == "list" and following_path == path and _announces_list(text[start:end]):
+            end = following.end  # "可以尝试几件事情来缓解症状。" + its list: the list is the answer, all of it
+            break
         if following.kind in ("heading", "header") or following_path != path or following.end - start > RUN_CHARS:
             break
         current = text[start:end]
         nxt = following.text(text)
-        announces = current.rstrip().endswith(("：", ":")) or any(w in current for w in ANNOUNCES)
+        announces = current.rstrip().endswith(("：", ":")) or bool(_ANNOUNCES.search(current))
         # "排除禁忌症。" + "如眼周化脓性病灶；圆锥角膜…", "出现以下情况时…。" + "①…；②…": what follows is the answer
         if _ELABORATES.match(nxt) or (announces and _ENUMERATED.match(nxt)):
             end = following.end
@@ -1060,6 +1101,10 @@ def _with_context(
             break
         end = following.end
     return text[start:end]
+
+
+def _announces_list(text: str) -> bool:
+    return text.rstrip().endswith(LEADS_INTO) or bool(_ANNOUNCES.search(text))
 
 
 def _pick(found: list[Evidence]) -> list[Evidence]:

@@ -23,6 +23,8 @@ MAX_ITEMS = 5
 PER_ANALYSIS = 2
 TLDR_PARTS = 2  # a question asked in parts ("效果和副作用分别…") gets the lead of each in its TL;DR
 SHORT_LEAD_CHARS = 30  # a lead sentence this short is a topic sentence: its paragraph's next sentence comes along
+LABELLED_ITEMS = 3  # a list of this many items or more, each a short sentence (a step) and its explanation …
+LABEL_SENTENCE_CHARS = 16  # … that short, is summed up in the TL;DR by those sentences
 SUMMARY_CHARS = 200  # an extract longer than this is summed up in 完整结论 by its key unit
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述")
 GENERAL = ("", "综合", "原问题")
@@ -103,7 +105,7 @@ def _tldr(items: list[Item]) -> str:
         seen.add(item.analysis.sub_query.id)
         lead = _lead(item)
         if lead:
-            parts.append(f"{one_line(lead)}【{item.number}】")
+            parts.append(f"{one_line(_items_by_first_sentence(lead))}【{item.number}】")
         if len(parts) == TLDR_PARTS:
             break
     return "".join(parts)
@@ -114,6 +116,23 @@ def _lead(item: Item) -> str:
     if item.extract.basis is not None:
         return _with_next_sentence(item.basis.lead or item.extract.text, item.extract.text)
     return key_unit(item.extract.text, item.analysis.sub_query.text)
+
+
+def _items_by_first_sentence(text: str) -> str:
+    """A list whose every item is a short sentence naming a step and a paragraph explaining it ("更频繁的眨眼。当使用
+    电脑、手机…") in a TL;DR: each item by that first sentence; 论据与来源 quotes them whole. The first line (the
+    lead-in) stays whole, and so does a list of any other shape: its answer may be anywhere in an item."""
+    lead, *items = text.split("\n")
+    items = [line for line in items if line.strip()]
+    firsts = [_first_sentence(line) for line in items]
+    if len(items) < LABELLED_ITEMS or any(f == i or len(f) > LABEL_SENTENCE_CHARS for f, i in zip(firsts, items)):
+        return text
+    return "\n".join([lead, *firsts])
+
+
+def _first_sentence(line: str) -> str:
+    spans = sentences(line)
+    return line[: spans[0][1]] if spans else line
 
 
 def _with_next_sentence(lead: str, text: str) -> str:
