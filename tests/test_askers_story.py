@@ -7,6 +7,7 @@ articles on dry eye, floaters, contact lenses and keratoconus):
 - …but a subject named in the scene ("听说有个后巩膜加固术，能不能…") still decides: a library without it abstains;
 - "可以先试试下面几件事情来缓解症状。" announces the list after it without a colon: the list is the answer, and
   the TL;DR names each of its steps;
+- "为什么…要特别当心干眼？": 当心 (like 警惕) frames the question, it is no word a passage must have;
 - a follow-up in everyday words ("那还在喂奶的时候，能不能做？" after a question on 交联手术) reaches the
   passage that says 哺乳期, on the procedure the last question named.
 
@@ -35,6 +36,10 @@ DRY_EYE = """# 干眼日常护理（演示）
 * 用眼中途适当休息。连续近距离用眼一段时间后，抬头远眺片刻，让眼睛放松。
 * 注意眼睑清洁。睡前用温热毛巾热敷眼睑几分钟，再轻轻清洁睑缘。
 * 改善室内环境。空调房里可以使用加湿器，避免风口直吹眼睛。
+
+## 隐形眼镜与干眼
+
+长期配戴隐形眼镜会影响泪膜的稳定和角膜的知觉，配戴者更容易出现眼干、异物感等干眼症状。
 
 ## 何时就医
 
@@ -72,6 +77,12 @@ async def test_a_subject_named_in_the_scene_still_decides(tmp_path):
     service = library(tmp_path, {"干眼日常护理（演示）.md": DRY_EYE})
     result = await service.ask("听说有个泪小点栓塞术，能不能用来缓解干眼？")
     assert "未找到" in tldr(result.answer), result.answer[:400]
+
+
+async def test_be_wary_of_frames_the_question_and_is_no_word_to_find(tmp_path):
+    service = library(tmp_path, {"干眼日常护理（演示）.md": DRY_EYE})
+    result = await service.ask("为什么长期戴隐形眼镜的人要特别当心干眼？")
+    assert "影响泪膜的稳定和角膜的知觉" in tldr(result.answer), result.answer[:400]
 
 
 async def test_a_list_announced_without_a_colon_is_the_answer_with_every_step_in_the_tldr(tmp_path):
