@@ -893,7 +893,7 @@ def _lead_in(text: str, start: int) -> str:
     """The line just before a list when it leads into it: it ends unfinished ("：", "，") or announces what follows
     (以下、包括); else ""."""
     line = text[:start].rstrip().rsplit("\n", 1)[-1].strip()
-    return line if line.endswith(LEADS_INTO) or bool(_ANNOUNCES.search(line)) else ""
+    return line if _announces_list(line) else ""
 
 
 def _list_lead(text: str, unit: Unit, read_back: bool = False) -> str:
@@ -916,7 +916,7 @@ def _list_lead(text: str, unit: Unit, read_back: bool = False) -> str:
     if not before:
         return ""
     sentence = text[before[-1][0] : before[-1][1]]
-    return sentence if sentence.rstrip().endswith(LEADS_INTO) or bool(_ANNOUNCES.search(sentence)) else ""
+    return sentence if _announces_list(sentence) else ""
 
 
 def _paragraph_before(text: str, start: int) -> str:
@@ -1104,6 +1104,7 @@ def _with_context(
 
 
 def _announces_list(text: str) -> bool:
+    """The text leads into what follows: it ends unfinished ("：", "，") or announces it (以下、几件事)."""
     return text.rstrip().endswith(LEADS_INTO) or bool(_ANNOUNCES.search(text))
 
 
