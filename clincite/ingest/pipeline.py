@@ -50,9 +50,11 @@ VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole
 # running headers and footers dropped from pages read in drawing order and where a two-column crop cuts them, margins
 # measured on the crop box; 5: a web page without <title> titled by the question it opens with; 6: PDF three-line
 # tables read as rows with their captions; 7: a hard-wrapped text's margin read from its Chinese lines, a line of
-# bare closing punctuation joined to the one before): the next ingest of an existing KB reads every file again, so an
-# upgrade's better reading reaches the documents.
-READER_VERSION = 7
+# bare closing punctuation joined to the one before; 8: an empty Nikola field no longer takes the next line as its
+# value, so `.. tags:` is not ".. category:"; short label lines each over a paragraph, three or more, are one list a
+# chunk keeps whole): the next ingest of an existing KB reads every file again, so an upgrade's better reading
+# reaches the documents.
+READER_VERSION = 8
 READER_KEY = "reader_version"
 
 Status = Literal["added", "updated", "unchanged", "skipped", "removed", "would-remove"]

@@ -76,6 +76,8 @@ def _columns(db: Connection, table: str) -> set[str]:
 
 CHUNK_COLUMNS = 'id, source, title, heading_path, position, start, "end", text, content_hash, pages, segments'
 DOCUMENT_COLUMNS = "source, path, title, file_hash, chunk_count, ingested_at, metadata"
+# Front-matter keys under which an author names what a whole document is about
+TOPIC_KEYS = ("tags", "keywords", "categories", "category", "subject", "标签", "关键词", "关键字")
 
 
 @catalogue_migrations
@@ -241,6 +243,16 @@ class Catalogue:
         for row in rows:
             remember_title(row[0], row[2])
         return {r[0]: _row_to_document(r) for r in rows}
+
+    def document_topics(self) -> dict[str, str]:
+        """source → the topics its author tagged the whole document with (front matter tags, keywords,
+        categories), for documents that have any: what every passage of it is about without naming it."""
+        topics = {}
+        for source, record in self.documents().items():
+            words = [record.metadata[key] for key in TOPIC_KEYS if record.metadata.get(key)]
+            if words:
+                topics[source] = "、".join(words)
+        return topics
 
     def library(self) -> list[dict[str, Any]]:
         """Every document with what the library page shows: its pages (PDF), passages, first and latest ingest."""

@@ -1,6 +1,8 @@
 """Offline mode: an honest extractive answerer on typed inputs, behind the same interface as the LLM agents.
 
-    reasoner = OfflineReasoner(stats=searcher.term_stats, openings=searcher.section_openings)  # like LLMReasoner
+    reasoner = OfflineReasoner(                                  # like LLMReasoner
+        stats=searcher.term_stats, openings=searcher.section_openings, topics=searcher.document_topics
+    )
     ask = analyse("哪些孩子不适合验配角膜塑形镜？")           # content terms, aspects (禁忌证), follow-up resolution
 
 Modules: `lexicon` (aspects, question words, domain terms: clincite/text/lexicon/), `questions` (what is asked),

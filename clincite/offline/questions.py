@@ -121,7 +121,10 @@ class Ask:
         like are aspects of a subject, not subjects)."""
         lex = get_lexicon()
         specific = [t for t in self.terms if not t.generic and not t.context and t.text.lower() not in lex.not_subjects]
-        return [t for t in specific if t.entity or _abbreviation(t.text)] or specific
+        named = [t for t in specific if t.entity or _abbreviation(t.text)]
+        # 长期用激素眼药水…: no domain term but 眼药水, which is a form rather than a subject; still the best name of it
+        forms = [t for t in self.terms if t.entity and not t.generic and not t.context and t not in specific]
+        return named or (forms if specific else []) or specific
 
     @property
     def names_domain_term(self) -> bool:
@@ -259,7 +262,9 @@ def analyse(
     if not previous:
         return ask
     own_subject = _has_specific(ask.terms, lex)
-    named = any((t.entity or t.text.isascii()) and not t.generic for t in ask.terms)
+    named = any(
+        (t.entity or t.text.isascii()) and not t.generic and t.text.lower() not in lex.not_subjects for t in ask.terms
+    )  # 眼药水 of "那有没有眼药水可以改善？" is a form of treatment, not a new subject
     if marker == "switch" and not named:
         marker = "refer"  # 那每天要戴多久？ names no new subject: it asks on about the last one
     if _short(text) and question.strip().rstrip(TRAILING).endswith("呢"):
@@ -415,6 +420,9 @@ def _short(text: str) -> bool:
     return len(text) <= SHORT_FOLLOW_UP
 
 
+_INSTIL = re.compile(r"要点(?=[几多])")  # 要点几滴、要点多久: 要 + 点 (to instil), as jieba would not cut it
+
+
 def _normalise_asking(text: str) -> str:
     """ "能不能用" asks whether it can be used; read as 不能用 (a 禁忌证 word) it would ask the opposite."""
     for asking, plain in ASKING_FORMS.items():
@@ -423,11 +431,13 @@ def _normalise_asking(text: str) -> str:
 
 
 def _space_after_opener(text: str, lex: Lexicon) -> str:
-    """ "那配了以后…", "它会…": jieba would glue a word that points back to the next word; split it off."""
+    """ "那配了以后…", "它会…": jieba would glue a word that points back to the next word; split it off. "一天要点几
+    次" instils drops: not 要点 (key points)."""
     for word in lex.follow_up:
         if text.startswith(word) and len(text) > len(word):
             text = f"{word} {text[len(word) :]}"
             break
+    text = _INSTIL.sub("要 点", text)
     return re.sub(r"它(?=[^们\s])", "它 ", text)
 
 

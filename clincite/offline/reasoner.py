@@ -1,8 +1,10 @@
 """OfflineReasoner: the four reasoning steps without a language model, on typed data (the `Reasoner` interface of
 `clincite.question.reasoner`).
 
-    reasoner = OfflineReasoner(stats=searcher.term_stats, openings=searcher.section_openings)
-    # idf of the KB being served, and the openings of the sections long passages carry on
+    reasoner = OfflineReasoner(
+        stats=searcher.term_stats, openings=searcher.section_openings, topics=searcher.document_topics
+    )
+    # idf of the KB being served, the openings of the sections long passages carry on, the documents' tags
 
 - decompose: the question's parts ("低浓度阿托品的效果和副作用分别是什么" → one per aspect; "DIMS和HAL有什么区别" →
   one per subject), function words left out; a follow-up resolved to the previous subject;
@@ -59,11 +61,13 @@ class OfflineReasoner:
         notice: str = OFFLINE_NOTICE,
         stats: Callable[[], TermStats | None] | None = None,
         openings: Callable[[list[Hit]], dict[str, str]] | None = None,
+        topics: Callable[[list[Hit]], dict[str, str]] | None = None,
     ):
         self.max_sub_queries = max_sub_queries
         self.notice = notice
         self._stats = stats or (lambda: None)
         self._openings = openings or (lambda hits: {})
+        self._topics = topics or (lambda hits: {})
 
     async def open_connection(self) -> None:
         return None
@@ -120,7 +124,7 @@ class OfflineReasoner:
     def assess(self, sub_query: SubQuery, question: str, history: list[ChatTurn], hits: list[Hit]) -> JudgeOutput:
         ask = analyse(question, previous_questions(history), together=self._together(history))
         part = self._part(ask, sub_query)
-        found = judge(ask, part, hits, self._stats(), openings=self._openings(hits))
+        found = judge(ask, part, hits, self._stats(), openings=self._openings(hits), topics=self._topics(hits))
         if not found:
             return JudgeOutput(
                 extracts=[],

@@ -69,6 +69,7 @@ RANK_WEIGHT = 0.05  # … and its rank
 ECHO_WEIGHT = 0.3  # how much an extract's restating the question's own words counts
 FOREIGN_SHARE = 0.3  # a unit with fewer Chinese characters than this among its letters is in another language
 LABEL_HEADING_CHARS = 12  # a heading this short labels its section's aspect
+MIN_SUBSECTIONS = 3  # subsections under short headings, this many after a section's opening, list its kinds
 TABLE_STEP = 0.01  # a table a passage points to ranks just below that passage
 LABEL_CHARS = 20  # a sentence shorter than this without an ending is a heading or a label
 KIND_SHARE = 0.6  # the second word of a two-word subject weighing at most this share of the first says its kind
@@ -210,13 +211,22 @@ def judge(
     stats: TermStats | None = None,
     lex: Lexicon | None = None,
     openings: Mapping[str, str] | None = None,
+    topics: Mapping[str, str] | None = None,
 ):
     """The evidence for one part of the question among the hits, best first ([] when no passage answers it).
     `openings` (chunk id → the first passage of the section the hit carries on) stand in for what a later passage
     of a long section no longer names. The hits are read in Simplified characters (`fold`: a Traditional library
     answers a question in either script) and the evidence is cut from the hits as they are written."""
     folded = [_folded(hit) for hit in hits]
-    found = _judge(ask, part, folded, stats, lex, {k: fold(v) for k, v in (openings or {}).items()})
+    found = _judge(
+        ask,
+        part,
+        folded,
+        stats,
+        lex,
+        {k: fold(v) for k, v in (openings or {}).items()},
+        {k: fold(v).lower() for k, v in (topics or {}).items()},
+    )
     original = {id(f): hit for f, hit in zip(folded, hits, strict=True)}
     headings = {fold(h): h for hit in hits for h in _headings_of(hit)}
     return [_as_written_in(evidence, original[id(evidence.hit)], headings) for evidence in found]
@@ -267,6 +277,7 @@ def _judge(
     stats: TermStats | None = None,
     lex: Lexicon | None = None,
     openings: Mapping[str, str] | None = None,
+    topics: Mapping[str, str] | None = None,
 ):
     lex = lex or get_lexicon()
     stats = stats or FlatStats()
@@ -280,7 +291,7 @@ def _judge(
     found: list[Evidence] = []
     for rank, hit in enumerate(hits):
         opening = _first_sentences((openings or {}).get(hit.chunk_id, ""))
-        evidence = _passage(ask, part, hit, terms, decisive, lex, opening)
+        evidence = _passage(ask, part, hit, terms, decisive, lex, opening, topic=(topics or {}).get(hit.source, ""))
         if evidence is None:
             continue
         search = 0.6 * (hit.bm25 or 0.0) / bm25_top + 0.4 * (hit.semantic or 0.0) / sem_top
@@ -535,6 +546,7 @@ def _passage(
     lex: Lexicon,
     opening: str = "",
     referred_from: list[str] | None = None,
+    topic: str = "",
 ) -> Evidence | None:
     """`referred_from`: the headings of the section that points to this passage ("见表2"), which stand over it."""
     paths = [*(referred_from or []), *hit.heading_path, *(p for s in hit.segments for p in s.path)]
@@ -547,7 +559,7 @@ def _passage(
         w for w in terms if match(w, scope) == 1.0 or not (w.term.scene or _askers_figure(ask, w.term.text))
     ] or terms
     if _coverage(worded, scope, headings) < COVERAGE_FLOOR or not _covers_decisive(
-        decisive + _named_subjects(ask, part, terms), scope, headings
+        decisive + _named_subjects(ask, part, terms), f"{scope} {topic}", headings
     ):
         return None  # too little of the question, or not what it is decisively about (its rare terms, its subject)
     needs_aspect = bool(part.aspects) and not set(part.aspects) & lex.free_aspects
@@ -565,12 +577,14 @@ def _passage(
         return None
     unit_score, aspect_named, by_heading, unit, path = best
     section = _section_scope(hit, path, opening)
-    if not _covers_decisive(decisive + _named_subjects(ask, part, terms), section, headings):
+    if not _covers_decisive(decisive + _named_subjects(ask, part, terms), f"{section} {topic}", headings):
         return None  # what decides is named in another section of the passage, not in the one that would answer
-    if not _written_together(_named_subjects(ask, part, terms) if not part.subjects else [], unit, hit, headings):
+    if not _written_together(
+        _named_subjects(ask, part, terms) if not part.subjects else [], unit, hit, f"{headings} {topic}"
+    ):
         return None  # 青光眼 … 手术风险高: both words are there, but not the 青光眼手术 asked about
-    text = _with_context(hit.text, unit, units, terms)
-    lead = _with_context(hit.text, unit, units, [], forward=False)
+    text = _with_context(hit.text, unit, units, terms, kinds=bool(set(part.aspects) & lex.list_aspects))
+    lead = _with_context(hit.text, unit, units, [], forward=False, kinds=bool(set(part.aspects) & lex.list_aspects))
     written = f"{headings} {opening} {hit.text}"
     matched = [_as_written(w, written) for w in decisive if match(w, scope) == 1.0]
     subjects = [w for w in terms if w.term in (part.subjects or ask.subjects)] or terms
@@ -1061,7 +1075,12 @@ def _has_words(text: str) -> bool:
 
 
 def _with_context(
-    text: str, unit: Unit, units: list[tuple[Unit, list[str]]], terms: list[Weighted], forward: bool = True
+    text: str,
+    unit: Unit,
+    units: list[tuple[Unit, list[str]]],
+    terms: list[Weighted],
+    forward: bool = True,
+    kinds: bool = False,
 ) -> str:
     """The unit as a clinician should read it: with the sentence before it in its paragraph when it opens with
     它/其/这… (the pronoun needs its antecedent), and with the sentences after it that carry on its answer — what
@@ -1079,6 +1098,10 @@ def _with_context(
         if previous.kind == "sentence" and same_paragraph and end - previous.start <= RUN_CHARS:
             start = previous.start
     section = [u for u, p in units if p == path and u.kind != "heading"]
+    if kinds and (kinds_after := _subsections_after(units, index, path)):
+        return text[
+            start : kinds_after[-1].end
+        ]  # "弱视的定义与分类" + 斜视性弱视 / 屈光不正性弱视 / …: the kinds asked
     if forward and len(section) > 1 and section[-1].end - section[0].start <= RUN_CHARS and path:
         return text[min(start, section[0].start) : section[-1].end]  # a short section is read whole
     for following, following_path in units[index + 1 :]:
@@ -1101,6 +1124,23 @@ def _with_context(
             break
         end = following.end
     return text[start:end]
+
+
+def _subsections_after(units: list[tuple[Unit, list[str]]], index: int, path: list[str]) -> list[Unit]:
+    """The units of the subsections that follow the unit at `index` in its section, when there are MIN_SUBSECTIONS
+    or more each under a short heading of its own (a page's cards, a chapter's types): what a question asking for a
+    list (哪几种、有哪些症状) of the section's subject reads after the section's opening. [] otherwise."""
+    children: dict[str, list[Unit]] = {}
+    for unit, unit_path in units[index + 1 :]:
+        if unit_path[: len(path)] != path:
+            break
+        if len(unit_path) == len(path) + 1 and len(unit_path[-1]) <= LABEL_HEADING_CHARS:
+            children.setdefault(unit_path[-1], []).append(unit)
+        elif unit_path != path:
+            return []  # deeper or longer-titled subsections: a structure of its own, not a series of kinds
+    if len(children) < MIN_SUBSECTIONS or any(all(u.kind == "heading" for u in us) for us in children.values()):
+        return []
+    return [u for us in children.values() for u in us]
 
 
 def _announces_list(text: str) -> bool:

@@ -140,5 +140,10 @@ def build_reasoner(settings: Settings, searcher: HybridSearcher | None = None) -
 
         if searcher is None:
             return OfflineReasoner(settings.max_sub_queries)
-        return OfflineReasoner(settings.max_sub_queries, stats=searcher.term_stats, openings=searcher.section_openings)
+        return OfflineReasoner(
+            settings.max_sub_queries,
+            stats=searcher.term_stats,
+            openings=searcher.section_openings,
+            topics=searcher.document_topics,
+        )
     return LLMReasoner(build_agents(settings))

@@ -105,7 +105,7 @@ def _tldr(items: list[Item]) -> str:
         seen.add(item.analysis.sub_query.id)
         lead = _lead(item)
         if lead:
-            parts.append(f"{one_line(_items_by_first_sentence(lead))}【{item.number}】")
+            parts.append(f"{one_line(_items_by_first_sentence(_items_by_label(lead)))}【{item.number}】")
         if len(parts) == TLDR_PARTS:
             break
     return "".join(parts)
@@ -116,6 +116,18 @@ def _lead(item: Item) -> str:
     if item.extract.basis is not None:
         return _with_next_sentence(item.basis.lead or item.extract.text, item.extract.text)
     return key_unit(item.extract.text, item.analysis.sub_query.text)
+
+
+def _items_by_label(text: str) -> str:
+    """A list of labelled paragraphs (斜视性弱视 / 为避免复视…, 屈光不正性弱视 / …) in a TL;DR: each item by its
+    label; 论据与来源 quotes them whole. Verbatim: the text with each such list cut to its label lines."""
+    pieces, last = [], 0
+    for unit in split_units(text):
+        spans = unit.items
+        if unit.kind == "list" and len(spans) >= LABELLED_ITEMS and all("\n\n" in text[s:e] for s, e in spans):
+            pieces += [text[last : unit.start], "\n".join(text[s:e].split("\n", 1)[0] for s, e in spans)]
+            last = unit.end
+    return "".join([*pieces, text[last:]]) if pieces else text
 
 
 def _items_by_first_sentence(text: str) -> str:

@@ -109,6 +109,7 @@ class HybridSearcher:
         self.reranker = get_reranker(settings)  # None: RERANKER_MODEL not set
         self._vectors_down_until = 0.0
         self._vectors_error: str | None = None
+        self._topics: tuple[int, dict[str, str]] | None = None  # (KB version, source → tags)
         self._floors: dict[tuple[int, str], float] = {}  # (KB version, model) → calibrated semantic floor
         self.stats = {
             "searches": 0,
@@ -254,6 +255,15 @@ class HybridSearcher:
     def section_openings(self, hits: list[Hit]) -> dict[str, str]:
         """chunk id → the opening passage of the section it carries on (`Catalogue.section_openings`)."""
         return self.kb.catalogue.section_openings([h.chunk_id for h in hits])
+
+    def document_topics(self, hits: list[Hit]) -> dict[str, str]:
+        """source → what its author tagged the whole document with (`Catalogue.document_topics`), read once per KB
+        version."""
+        version = self.version
+        if self._topics is None or self._topics[0] != version:
+            self._topics = (version, self.kb.catalogue.document_topics())
+        topics = self._topics[1]
+        return {h.source: topics[h.source] for h in hits if h.source in topics}
 
     def bm25_search_many(
         self, queries: list[str], view: KBView | None = None, depth: int | None = None

@@ -19,7 +19,8 @@ LEXICON_DIR = Path(__file__).resolve().parent / "lexicon"  # package data
 
 
 MEDICAL_TERMS = "thuocl_medical.txt"
-NOUN_TAGS = ("n", "t")  # jieba's tags of nouns (n, nr, nz, ns, nt …) and time nouns (t: 潜伏期)
+# jieba's tags of nouns (n, nr, nz, ns, nt …), time nouns (t: 潜伏期) and abbreviated nouns (j: 医保、社保)
+NOUN_TAGS = ("n", "t", "j")
 VERB_ENDINGS = set("过着了到出进来去完好起上下住成")  # written on a verb: 做过、开着、伤到、拿出
 MIN_DICTIONARY_WORD = 3  # shorter synonyms would re-cut ordinary text around them
 SYNONYM_FREQUENCY = 2000

@@ -42,6 +42,8 @@ _ENUMERATOR = re.compile(
     r"|[A-Za-z][.、．)）]|[•·▪●◆■\-–—])"
 )
 MAX_BLOCK_ITEMS = 20
+LABEL_CHARS = 20  # a line this short without an ending, a block of its own, labels the paragraph under it
+MIN_LABELLED = 3  # … and this many labelled paragraphs in a row are a list
 REFERENCE_CJK_SHARE = 0.3  # a citation line with fewer Chinese characters than this among its letters is a reference
 _CITATION = re.compile(r"(?:19|20)\d{2}\s*[,;，；]\s*\d+\s*[(（]\s*\d+\s*[)）]\s*[:：]\s*\d+")  # 2009, 29(6):393
 _ARTICLE_MARK = re.compile(r"[\[［]\s*[JMDC]\s*[\]］]")  # [J] journal, [M] book … in a Chinese reference list
@@ -70,7 +72,56 @@ def split_units(
     units: list[Unit] = []
     for block_start, block_end in _blocks(text, start, len(text) if end is None else end):
         units += _block_units(text, block_start, block_end, heading_starts)
-    return _join_item_blocks(text, units)
+    return _join_labelled_blocks(text, _join_item_blocks(text, units))
+
+
+def _join_labelled_blocks(text: str, units: list[Unit]) -> list[Unit]:
+    """Blocks each under a short label line of its own ("斜视性弱视" / a paragraph, "屈光不正性弱视" / a paragraph:
+    the cards of a web page, bold lines of a Word or Markdown document), at least MIN_LABELLED in a row: a list whose
+    items are the labels with their paragraphs."""
+    out: list[Unit] = []
+    i = 0
+    while i < len(units):
+        items: list[tuple[int, int]] = []
+        j = i
+        while (pair_end := _labelled_block(text, units, j)) is not None:
+            items.append((units[j].start, units[pair_end - 1].end))
+            j = pair_end
+        if len(items) >= MIN_LABELLED:
+            out.append(Unit(items[0][0], items[-1][1], "list", tuple(items)))
+            i = j
+            continue
+        out.append(units[i])
+        i += 1
+    return out
+
+
+def _labelled_block(text: str, units: list[Unit], i: int) -> int | None:
+    """The index after the paragraph a label line at units[i] stands over, or None when units[i] is no such label."""
+    if i + 1 >= len(units) or not _is_label(text, units[i]):
+        return None
+    j = i + 1
+    if units[j].kind != "sentence" or _is_label(text, units[j]) or not _block_starts_at(text, units[j].start):
+        return None
+    j += 1
+    while j < len(units) and units[j].kind == "sentence" and not _block_starts_at(text, units[j].start):
+        j += 1
+    return j
+
+
+def _is_label(text: str, unit: Unit) -> bool:
+    body = unit.text(text)
+    return (
+        unit.kind == "sentence"
+        and len(body) <= LABEL_CHARS
+        and body[-1] not in SENTENCE_END + CLAUSE_MARKS
+        and _block_starts_at(text, unit.start)
+        and _block_ends_at(text, unit.end)
+    )
+
+
+def _block_starts_at(text: str, offset: int) -> bool:
+    return offset == 0 or text[max(0, offset - 2) : offset] == "\n\n"
 
 
 def _join_item_blocks(text: str, units: list[Unit]) -> list[Unit]:

@@ -27,7 +27,8 @@ log = logging.getLogger("clincite.loaders.markdown")
 _YAML_BLOCK = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 _TOML_BLOCK = re.compile(r"\A\+\+\+[ \t]*\n(.*?)\n\+\+\+[ \t]*(?:\n|\Z)", re.S)
 _COMMENT_BLOCK = re.compile(r"\A<!--(.*?)-->[ \t]*(?:\n|\Z)", re.S)
-_NIKOLA_FIELD = re.compile(r"^\s*\.\.\s+([A-Za-z_][\w-]*)\s*:\s*(.*?)\s*$", re.M)
+# One field per line; an empty one (".. tags:") stays empty instead of taking the next line as its value
+_NIKOLA_FIELD = re.compile(r"^[ \t]*\.\.[ \t]+([A-Za-z_][\w-]*)[ \t]*:[ \t]*(.*?)[ \t]*$", re.M)
 # Pelican / MultiMarkdown: "Title: …" lines at the very top, ended by a blank line.
 _KEY_VALUE_BLOCK = re.compile(r"\A((?:[A-Za-z][\w-]*[ \t]*:[^\n]*\n)+)\n")
 TITLE_KEYS = ("title", "标题", "name")
