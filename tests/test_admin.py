@@ -137,6 +137,16 @@ def test_the_first_account_is_an_admin_and_a_role_change_ends_the_sessions(tmp_p
         store.set_role("主任", "root")
 
 
+def test_a_logout_written_by_another_process_is_seen_by_the_very_next_check(tmp_path):
+    here, there = UserStore(tmp_path / "accounts.sqlite3"), UserStore(tmp_path / "accounts.sqlite3")
+    here.add("张医生", "password-1")
+    before = there.generation("张医生")  # another worker checks a request of this clinician …
+    here.bump_generation("张医生")  # … the clinician logs out on this one …
+    assert there.generation("张医生") > before  # … and that worker's next check, however soon, sees it
+    with there.records.one_read():  # a sweep of every live socket reads the version row once
+        assert there.generation("张医生") == there.generation("张医生")
+
+
 def users_cli(env: dict, *args: str, password: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "clincite.users", *args],

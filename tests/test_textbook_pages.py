@@ -8,6 +8,7 @@ chapters of an ophthalmology textbook, and on the stop-33 one of an optometrist'
   section only says 绿脓杆菌: the tags say what every passage of the article is about;
 - "医保能报销吗" asks what the library never says (医保 is an abbreviated noun, jieba's "j"): it abstains;
 - the asker's 眼药水 is the text's 滴眼液, and "那有没有眼药水可以改善？" still asks about the last subject;
+- the answer given in a chapter's quiz is quoted without the quiz's next question;
 - Nikola's empty metadata fields stay empty (`.. tags:` used to take the next line, ".. category:", as its value).
 
 Every document here is demo material written for these tests (标注"演示"); it is not clinical guidance.
@@ -52,6 +53,21 @@ CATARACT_PAGE = """<html><head><meta charset="utf-8"><title>第10章 · 白内�
 <p>过熟期晶状体皮质液化溢出，可引起晶状体溶解性青光眼和葡萄膜炎。</p>
 <h2>手术时机</h2>
 <p>视力下降已影响日常生活和工作时即可考虑手术，不必等到完全成熟。</p>
+</body></html>
+"""
+
+PHARMACOLOGY_PAGE = """<html><head><meta charset="utf-8"><title>第20章 · 眼科药理学（演示）</title></head><body>
+<h1>眼科药理学（演示）</h1>
+<p>本页为演示材料，用于软件测试，不作为临床依据。</p>
+<h2>随堂小测</h2>
+<p>1. 前列腺素类似物如何降低眼压？</p>
+<p>前列腺素类似物（如拉坦前列素）主要通过增加葡萄膜巩膜途径的房水外流来降低眼压，通常每日只需点一次。</p>
+<p>2. 毛果芸香碱属于哪一类药物？</p>
+<p>毛果芸香碱是缩瞳药，通过缩小瞳孔、开放房角来降低眼压。</p>
+<p>3. 长期局部使用糖皮质激素最需要警惕哪些并发症？</p>
+<p>长期点用糖皮质激素可引起眼压升高（激素性青光眼）和后囊下白内障，还可能加重或诱发角膜感染，需定期复查眼压。</p>
+<p>4. 儿童验光为什么常用睫状肌麻痹剂？</p>
+<p>儿童调节力强，不放松调节时验光容易高估近视、低估远视，睫状肌麻痹后测得的屈光度更接近真实状态。</p>
 </body></html>
 """
 
@@ -141,6 +157,13 @@ async def test_the_askers_eye_drops_are_the_texts_and_a_follow_up_on_them_keeps_
     answered = "".join((tldr(result.answer) + conclusion(result.answer)).split())
     assert "缩瞳剂滴眼液" in answered, result.answer[:400]
     assert "老花" in result.sub_queries[0].text, [q.text for q in result.sub_queries]
+
+
+async def test_an_answer_in_a_quiz_is_quoted_without_the_next_question(tmp_path):
+    service = library(tmp_path, {"眼科药理学（演示）.html": PHARMACOLOGY_PAGE})
+    result = await service.ask("医生开了拉坦前列素，这药是靠什么降眼压的？一天要点几次？")
+    assert "每日只需点一次" in tldr(result.answer), result.answer[:400]
+    assert "毛果芸香碱属于哪一类药物" not in result.answer, result.answer
 
 
 def test_an_empty_nikola_field_stays_empty():

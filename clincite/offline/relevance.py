@@ -1112,6 +1112,8 @@ def _with_context(
             break
         current = text[start:end]
         nxt = following.text(text)
+        if nxt.rstrip().endswith(("？", "?")):
+            break  # the next question of a Q&A or a quiz ("5. 抗VEGF药物…主要用于治疗哪类疾病？") answers nothing here
         announces = current.rstrip().endswith(("：", ":")) or bool(_ANNOUNCES.search(current))
         # "排除禁忌症。" + "如眼周化脓性病灶；圆锥角膜…", "出现以下情况时…。" + "①…；②…": what follows is the answer
         if _ELABORATES.match(nxt) or (announces and _ENUMERATED.match(nxt)):

@@ -34,8 +34,9 @@ from clincite.core.migrations import Migrations, apply_sync
 log = logging.getLogger("clincite.users")
 
 SCHEMA = "accounts"  # the PostgreSQL schema of the shared database
-# A version read this recently is reused: when a logout elsewhere makes a worker check all its live sockets at once,
-# that is one query, not one per socket. Writes of this process are seen at once (they drop the cache).
+# Within one sweep of every live socket (`one_read`), a version read this recently is reused: when a logout elsewhere
+# makes a worker check all its sockets at once, that is one query, not one per socket. Outside a sweep every check
+# reads the version: a logout on another worker refuses the very next request here.
 STAMP_REUSE_SECONDS = 0.05
 STALE_WARNING_SECONDS = 60.0
 account_migrations = Migrations("accounts")
@@ -92,6 +93,7 @@ class AccountRecords:
         self._on_change = on_change
         self._cache: tuple[str | None, dict[str, dict]] = (None, {})
         self._stamp: tuple[float, str | None] = (-1.0, None)  # (monotonic time read, version)
+        self._sweeping = threading.local()  # inside one_read() on this thread
         self._last_read: dict[str, dict] | None = None  # what load() returns while the database is down
         self._last_warning = -STALE_WARNING_SECONDS
         if self.shared:
@@ -146,12 +148,21 @@ class AccountRecords:
     def stamp(self) -> str | None:
         """Moves with every change, by any process on any machine: one row, cheap to poll."""
         read_at, stamp = self._stamp
-        if time.monotonic() - read_at < STAMP_REUSE_SECONDS:
+        if getattr(self._sweeping, "on", False) and time.monotonic() - read_at < STAMP_REUSE_SECONDS:
             return stamp
         with self._read() as db:
             stamp = _version(db)
         self._stamp = (time.monotonic(), stamp)
         return stamp
+
+    @contextlib.contextmanager
+    def one_read(self) -> Iterator[None]:
+        """Checks of many sessions at once (a sweep of the live sockets) share one read of the version row."""
+        self._sweeping.on = True
+        try:
+            yield
+        finally:
+            self._sweeping.on = False
 
     def load(self) -> dict[str, dict]:
         """Every account's record. While the database does not answer (a PostgreSQL outage), the accounts as last read

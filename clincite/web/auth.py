@@ -166,7 +166,8 @@ async def disconnect_stale_sockets() -> int:
     from chainlit.server import sio
     from chainlit.session import ws_sessions_id
 
-    stale = [s for s in list(ws_sessions_id.values()) if s.user is not None and token_is_stale(s.token or "")]
+    with accounts()[1].records.one_read():
+        stale = [s for s in list(ws_sessions_id.values()) if s.user is not None and token_is_stale(s.token or "")]
     for session in stale:
         log.warning("Disconnecting a socket of %r: its login was ended", session.user.identifier)
         await sio.disconnect(session.socket_id)
