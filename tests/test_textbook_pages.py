@@ -20,6 +20,7 @@ from test_other_styles import conclusion, library, tldr
 
 from clincite.core.shapes import ChatTurn
 from clincite.ingest.loaders import load_markdown
+from clincite.kb.catalogue import MAX_TOPIC_CHARS
 from clincite.text.units import split_units
 
 STRABISMUS_PAGE = """<!DOCTYPE html>
@@ -164,6 +165,17 @@ async def test_an_answer_in_a_quiz_is_quoted_without_the_next_question(tmp_path)
     result = await service.ask("医生开了拉坦前列素，这药是靠什么降眼压的？一天要点几次？")
     assert "每日只需点一次" in tldr(result.answer), result.answer[:400]
     assert "毛果芸香碱属于哪一类药物" not in result.answer, result.answer
+
+
+async def test_a_hostile_documents_tags_are_read_only_so_far_and_answer_nothing(tmp_path):
+    tags = ", ".join(["青光眼", "医保", "报销", "手术"] * 5000)
+    body = "## 说明\n\n本文为演示材料。青光眼是一组以视神经损害为特征的眼病。\n"
+    hostile = f"---\ntitle: 标签很多的文档（演示）\ntags: [{tags}]\n---\n\n{body}"
+    service = library(tmp_path, {"标签很多的文档（演示）.md": hostile})
+    topics = service.searcher.kb.catalogue.document_topics()
+    assert 0 < len(topics["标签很多的文档（演示）.md"]) <= MAX_TOPIC_CHARS
+    result = await service.ask("青光眼手术医保能报销吗？")
+    assert "未找到" in tldr(result.answer), result.answer[:400]
 
 
 def test_an_empty_nikola_field_stays_empty():

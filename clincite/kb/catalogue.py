@@ -78,6 +78,7 @@ CHUNK_COLUMNS = 'id, source, title, heading_path, position, start, "end", text, 
 DOCUMENT_COLUMNS = "source, path, title, file_hash, chunk_count, ingested_at, metadata"
 # Front-matter keys under which an author names what a whole document is about
 TOPIC_KEYS = ("tags", "keywords", "categories", "category", "subject", "标签", "关键词", "关键字")
+MAX_TOPIC_CHARS = 300  # a document's tags read this far: a megabyte of "tags" (a hostile file) is no list of topics
 
 
 @catalogue_migrations
@@ -251,7 +252,7 @@ class Catalogue:
         for source, record in self.documents().items():
             words = [record.metadata[key] for key in TOPIC_KEYS if record.metadata.get(key)]
             if words:
-                topics[source] = "、".join(words)
+                topics[source] = "、".join(words)[:MAX_TOPIC_CHARS]
         return topics
 
     def library(self) -> list[dict[str, Any]]:

@@ -583,8 +583,9 @@ def _passage(
         _named_subjects(ask, part, terms) if not part.subjects else [], unit, hit, f"{headings} {topic}"
     ):
         return None  # 青光眼 … 手术风险高: both words are there, but not the 青光眼手术 asked about
-    text = _with_context(hit.text, unit, units, terms, kinds=bool(set(part.aspects) & lex.list_aspects))
-    lead = _with_context(hit.text, unit, units, [], forward=False, kinds=bool(set(part.aspects) & lex.list_aspects))
+    wants_list = bool(set(part.aspects) & lex.list_aspects)
+    text = _with_context(hit.text, unit, units, terms, kinds=wants_list)
+    lead = _with_context(hit.text, unit, units, [], forward=False, kinds=wants_list)
     written = f"{headings} {opening} {hit.text}"
     matched = [_as_written(w, written) for w in decisive if match(w, scope) == 1.0]
     subjects = [w for w in terms if w.term in (part.subjects or ask.subjects)] or terms
