@@ -38,6 +38,7 @@ class Lexicon:
     demonstratives: set[str]
     not_subjects: set[str]
     populations: set[str]  # who a question is asked of (儿童、孕妇)
+    medical_suffixes: tuple[str, ...] = ()  # the heads medical terms end in (…病、…术、…药)
     entities: set[str] = field(default_factory=set)  # domain terms: synonym groups and the user dictionary
     synonym_groups: list[list[str]] = field(default_factory=list)
     kinds: dict[str, list[str]] = field(default_factory=dict)  # member → its class's names (吗啡 → 阿片类药物 …)
@@ -80,6 +81,14 @@ class Lexicon:
             (a for c, a in self.ask_cues.items() if len(c) >= 2 and cue.endswith(c)), ""
         )
 
+    def is_medical(self, word: str) -> bool:
+        """Medical wording: a domain term, a word of THUOCL's medical lexicon (环孢素、疫苗), or a longer word ending in
+        a medical head (眼药膏、降压药、后巩膜加固术) — not the asker's everyday nouns (工友、书本、台灯)."""
+        lowered = word.lower()
+        if lowered in self.entities or get_tokenizer().is_medical(word):
+            return True
+        return any(len(lowered) > len(s) and lowered.endswith(s) for s in self.medical_suffixes)
+
     def variants(self, term: str) -> list[str]:
         """The term and its synonyms (OK镜 → 角膜塑形镜 …), lower-cased, the term first."""
         lowered = term.lower()
@@ -87,7 +96,24 @@ class Lexicon:
         for group in self.synonym_groups:
             if any(lowered == t.lower() for t in group):
                 out += [t.lower() for t in group if t.lower() not in out]
-        return out + [v for v in in_digits(lowered) if v not in out]
+        return out + [v for v in [*in_digits(lowered), *other_writings(lowered)] if v not in out]
+
+
+_ROMAN = ["i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x", "xi", "xii"]
+_ROMAN_SIGNS = "ⅰⅱⅲⅳⅴⅵⅶⅷⅸⅹⅺⅻ"  # Ⅰ…Ⅻ lower-cased: the one-character numerals guidelines write (Ⅱ期、Ⅲ级)
+_AGENT_HEADS = ("药", "剂")  # 缩瞳药 / 缩瞳剂, 止痛药 / 止痛剂: one kind of medicine, spoken and written
+
+
+def other_writings(term: str) -> list[str]:
+    """The same name as a text may write it (lower-cased): the Roman numeral an asker types (II) as the one
+    character a guideline prints (Ⅱ) and back; a medicine named by 药 or by 剂. [] for any other term."""
+    if term in _ROMAN:
+        return [_ROMAN_SIGNS[_ROMAN.index(term)]]
+    if len(term) == 1 and term in _ROMAN_SIGNS:
+        return [_ROMAN[_ROMAN_SIGNS.index(term)]]
+    if len(term) >= 3 and term.endswith(_AGENT_HEADS):
+        return [term[:-1] + ("剂" if term.endswith("药") else "药")]
+    return []
 
 
 _COUNTED = re.compile(r"^([一二两三四五六七八九十]{1,3})(岁|周|天|日|个月|月|年|次|小时|分钟|滴|片|粒)$")
@@ -156,6 +182,7 @@ def load_lexicon(lexicon_dir: Path = LEXICON_DIR) -> Lexicon:
         demonstratives=set(raw["demonstratives"]),
         not_subjects=set(raw["not_subjects"]),
         populations=populations,
+        medical_suffixes=tuple(raw.get("medical_suffixes", [])),
         entities=entities,
         synonym_groups=tokenizer.synonyms,
     )

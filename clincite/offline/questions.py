@@ -356,24 +356,23 @@ def _mark_quoted(ask: Ask, question: str, lex: Lexicon) -> None:
 def _mark_scene(ask: Ask, lex: Lexicon) -> None:
     """Everyday words written only in the clauses that set the scene before the one that asks ("戴隐形眼镜偶尔懒得摘就
     睡了，得角膜感染的风险会大多少？": 偶尔、懒得、摘): the asker's story, which a text tells in its own words if at
-    all. A subject is never scene: a domain term, an abbreviation, a quoted word or a noun rare enough to name one
-    (后巩膜加固术 in "听说有个后巩膜加固术，能不能…")."""
+    all. A subject is never scene: a domain term, an abbreviation, a quoted word, a population, or medical wording
+    (`Lexicon.is_medical`: 后巩膜加固术 in "听说有个后巩膜加固术，能不能…"); the story's household nouns (铁屑、麦秆
+    of "砸钉子的时候有铁屑崩进眼睛里了，…") are scene however rare."""
     text = ask.resolved
     bounds = [0, *(m.end() for m in _CLAUSE_END.finditer(text)), len(text)]
     clauses = [(a, b) for a, b in pairwise(bounds) if text[a:b].strip(TRAILING)]
     asking = [(a, b) for i, (a, b) in enumerate(clauses) if i == len(clauses) - 1 or _ASKING_CLAUSE.search(text[a:b])]
     if len(asking) == len(clauses):
         return
-    tokenizer = get_tokenizer()
     for term in ask.terms:
         places = [m.start() for m in re.finditer(re.escape(term.text), text)]
         if not places or any(a <= at < b for at in places for a, b in asking):
             continue
         if term.entity or term.quoted or term.context or _abbreviation(term.text) or term.text in lex.populations:
             continue  # 儿童 of "儿童…用加巴喷丁，起始剂量…": whom it is asked of
-        if tokenizer.is_noun(term.text) and tokenizer.general_rarity(term.text) >= NAMING_RARITY:
-            continue
-        term.scene = True
+        if not lex.is_medical(term.text):
+            term.scene = True
 
 
 def _mark_modifiers(ask: Ask) -> None:

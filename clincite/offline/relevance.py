@@ -282,7 +282,7 @@ def _judge(
     lex = lex or get_lexicon()
     stats = stats or FlatStats()
     terms = _weigh(_terms_of(ask, part), stats)
-    if not terms:
+    if not terms or _compares_the_unnamed(ask, stats):
         return []
     decisive = _decisive(terms)
     # Scores this low (every passage has the words: a library of one document) say little of which passage answers.
@@ -300,6 +300,15 @@ def _judge(
     found += _tables_referred_to(ask, part, hits, found, terms, decisive, lex)
     found.sort(key=lambda e: -e.score)
     return _pick(found)
+
+
+def _compares_the_unnamed(ask: Ask, stats: TermStats) -> bool:
+    """ "霰粒肿和麦粒肿怎么鉴别": a comparison of which one side is named nowhere in the library has nothing to
+    compare; what the library says of the other side alone answers no part of it."""
+    if "区别" not in ask.aspects or len(ask.compared) < 2 or not stats.size:
+        return False
+    sides = [_weigh([t for t in group if not t.generic], stats) for group in ask.compared]
+    return any(side and all(w.unseen for w in side) for side in sides)
 
 
 def _tables_referred_to(
@@ -556,7 +565,10 @@ def _passage(
     # The asker's own figures (8岁, 0.3mm) and scene (天天对着电脑上班) rank a passage that has them, but one without
     # them may still answer; a percentage names what is asked of (0.01%还是0.05%的阿托品)
     worded = [
-        w for w in terms if match(w, scope) == 1.0 or not (w.term.scene or _askers_figure(ask, w.term.text))
+        w
+        for w in terms
+        if match(w, scope) == 1.0
+        or not (w.term.scene or _askers_figure(ask, w.term.text) or (w.unseen and _colloquial_verb(w.term)))
     ] or terms
     if _coverage(worded, scope, headings) < COVERAGE_FLOOR or not _covers_decisive(
         decisive + _named_subjects(ask, part, terms), f"{scope} {topic}", headings
@@ -629,6 +641,12 @@ def _number_in_turn(
         if scored and _gives_number(ask, hit, later, later_path, opening, decisive, lex):
             return (*scored, later, later_path)
     return None
+
+
+def _colloquial_verb(term: Term) -> bool:
+    """A one-character verb the library never writes (涨、睡、冲): spoken Chinese says with one character what written
+    Chinese says with two (增长、睡眠、冲洗), so a text that answers seldom has the asker's word."""
+    return len(term.text) == 1 and not term.entity and not get_tokenizer().is_noun(term.text)
 
 
 def _askers_figure(ask: Ask, term: str) -> bool:

@@ -155,7 +155,9 @@ def _with_next_sentence(lead: str, text: str) -> str:
         return lead
     end = start + len(lead)
     following = [span for span in sentences(text, end) if "\n" not in text[end : span[0]]][:1]
-    return text[start : following[0][1]] if following else lead
+    if not following or text[following[0][0] : following[0][1]].rstrip().endswith(("：", ":")):
+        return lead  # "下表列出了…：" leads into a table the TL;DR does not carry: the topic sentence stands alone
+    return text[start : following[0][1]]
 
 
 def _conclusion(items: list[Item]) -> list[str]:

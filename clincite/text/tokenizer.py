@@ -19,6 +19,9 @@ LEXICON_DIR = Path(__file__).resolve().parent / "lexicon"  # package data
 
 
 MEDICAL_TERMS = "thuocl_medical.txt"
+# THUOCL counts the documents of its medical corpus a word is in: the words in this many or more (检查、医院、治疗、
+# 患者、症状) are healthcare's everyday vocabulary, not the name of a subject
+GENERAL_MEDICAL_FREQUENCY = 50_000
 # jieba's tags of nouns (n, nr, nz, ns, nt …), time nouns (t: 潜伏期) and abbreviated nouns (j: 医保、社保)
 NOUN_TAGS = ("n", "t", "j")
 VERB_ENDINGS = set("过着了到出进来去完好起上下住成")  # written on a verb: 做过、开着、伤到、拿出
@@ -104,6 +107,7 @@ class Tokenizer:
         jieba.setLogLevel(logging.WARNING)
         self._jieba = jieba.Tokenizer()
         self._jieba.initialize()
+        self.medical_vocabulary: set[str] = set()  # specialised medical words (is_medical)
         self.medical_terms = self._add_medical_terms(lexicon_dir / MEDICAL_TERMS)
         userdict = lexicon_dir / "userdict.txt"
         if userdict.exists():
@@ -128,12 +132,19 @@ class Tokenizer:
         if not path.exists():
             return set()
         added = set()
-        words = [line.split("\t", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines()]
+        rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()]
+        words = [row[0].strip() for row in rows]
+        self.medical_vocabulary = {
+            row[0].strip()
+            for row in rows
+            if len(row[0].strip()) >= 2 and len(row) > 1 and int(row[1] or 0) < GENERAL_MEDICAL_FREQUENCY
+        }
         for word in words:
             if len(word) >= 2 and word not in self._jieba.FREQ:
                 self._jieba.add_word(word)  # jieba works out the frequency that keeps it whole
                 added.add(word)
         for drug in {_drug_of(word) for word in words} - {""}:
+            self.medical_vocabulary.add(drug)  # 奥司他韦 of 磷酸奥司他韦胶囊
             if not self._jieba.FREQ.get(drug) and self._cut_apart(drug):
                 self._jieba.add_word(drug)
                 added.add(drug)
@@ -170,6 +181,11 @@ class Tokenizer:
             return True
         flags = self._flags(word)
         return bool(flags) and flags[-1][:1] in NOUN_TAGS
+
+    def is_medical(self, word: str) -> bool:
+        """The word is specialised medical vocabulary (THUOCL's medical lexicon below its everyday words):
+        环孢素、疫苗、潜伏期, not 检查、医院, nor 工友、书本、台灯."""
+        return fold(word) in self.medical_vocabulary
 
     def is_adjective(self, word: str) -> bool:
         """jieba's part of speech says the word describes (好、合适、安全): a, ad, an."""
