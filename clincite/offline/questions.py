@@ -32,6 +32,11 @@ ASKING_FORMS = {
     "要不要": "要否",
     "是不是": "是否",
     "有没有": "有否",
+    # whether it will do: what is asked is the rest of the question ("只点眼药水够不够？"), not 够 or 行
+    "够不够": "是否",
+    "行不行": "是否",
+    "好不好": "是否",
+    "对不对": "是否",
 }
 TREATMENT_VERB = "治疗"
 JUDGING_CUES = ("安全",)  # with a number asked, these judge it ("几个小时比较安全"): the limit is asked, not harm
@@ -40,6 +45,7 @@ SITUATION_ASKS = {"原因", "处理", "目的"}  # why / what to do: a 几 or �
 INSTANCE_MARKERS = {"这类", "此类", "这种", "之类", "这样", "一类"}
 OBJECT_VERBS = {"预防", "避免", "防范"}  # with an object after them they ask about an effect, not for precautions
 SWITCH_WORDS = {"那", "那么", "还有", "另外"}
+ANOTHER_QUESTION = ("另外", "还有", "顺便")
 OWNERS = {
     "我",
     "我的",
@@ -75,6 +81,8 @@ _LETTER_TAIL = re.compile(r"^[A-Z]\d?$")  # 维生素 + D, 维生素 + B12 is no
 # A clause asks when it has a question word (啥、多少、为啥、能否 as _normalise_asking writes 能不能, 行不行 …);
 # the question's last clause asks whether or not (its 吗 was stripped)
 _ASKING_CLAUSE = re.compile(r"[吗呢么啥哪几谁怎否]|什么|多少|多久|多长|多大|如何|为何|分别|区别|还是|(.)不\1")
+_ASKS_WHICH = re.compile(r"哪|选|更|优先|比较")  # words that make "A或B" a choice between them
+_BRACKETED = re.compile(r"[（(][^（）()，,。？?]{1,24}[）)]")  # a second name the asker adds: 泪膜破裂时间（BUT）
 _CLAUSE_END = re.compile(r"[，,；;。？?！!]")
 
 
@@ -250,6 +258,7 @@ def analyse(
     marker = _classify(ask, tokens, lex, bool(previous))
     _reason_over_negation(ask, lex)
     _mark_quoted(ask, question, lex)
+    _mark_parenthesised(ask)
     ask.quantity = lex.quantity_asked(_without_names(text, ask.terms)) or ask.quantity
     if ask.quantity and set(ask.aspects) & SITUATION_ASKS:
         ask.quantity = ""  # "连着刷几个小时平板，视力为啥会掉下来": 几个小时 tells what happened; 为啥 is asked
@@ -262,8 +271,14 @@ def analyse(
     if not previous:
         return ask
     own_subject = _has_specific(ask.terms, lex)
+    # "另外想问一下，急性泪囊炎…": another question announced, whose medical words name its subject ("那肾功能不好的人
+    # 还能吃吗？" goes on with the last subject, for people it names)
+    another = text.startswith(ANOTHER_QUESTION)
     named = any(
-        (t.entity or t.text.isascii()) and not t.generic and t.text.lower() not in lex.not_subjects for t in ask.terms
+        (t.entity or t.text.isascii() or (another and lex.is_medical(t.text)))
+        and not t.generic
+        and t.text.lower() not in lex.not_subjects
+        for t in ask.terms
     )  # 眼药水 of "那有没有眼药水可以改善？" is a form of treatment, not a new subject
     if marker == "switch" and not named:
         marker = "refer"  # 那每天要戴多久？ names no new subject: it asks on about the last one
@@ -273,7 +288,9 @@ def analyse(
     if marker == "refer" or (not own_subject and (marker or ask.aspects or _short(text))):
         before = analyse(previous[-1], previous[:-1], lex)
         _inherit_subject(ask, before, text, lex)
-    elif marker == "switch" and own_subject and not ask.aspects:  # 那HAL呢？ the same question of a new subject
+    elif marker == "switch" and own_subject and not ask.aspects and _asks_as_before(question, text, lex):
+        # 那HAL呢？ the same question of a new subject (not "另外想问一下，急性泪囊炎能不能冲洗？", a question of
+        # its own)
         before = analyse(previous[-1], previous[:-1], lex)
         ask.aspects, ask.cues, ask.follow_up = list(before.aspects), list(before.cues), True
         ask.quantity = ask.quantity or before.quantity
@@ -351,6 +368,17 @@ def _mark_quoted(ask: Ask, question: str, lex: Lexicon) -> None:
             term = Term(quoted, lex.variants(quoted), entity=quoted.lower() in lex.entities)
             ask.terms.append(term)
         term.quoted = True
+
+
+def _mark_parenthesised(ask: Ask) -> None:
+    """ "泪膜破裂时间（BUT）", "半边脸抽搐（面肌痉挛）": the asker gives a second name in brackets right after the
+    first. A text naming either one names what is asked (the same alternative as "A或B")."""
+    placed = _placed(ask)
+    for bracket in _BRACKETED.finditer(ask.resolved):
+        named = [term for _, end, term in placed if end == bracket.start()]
+        inside = [term for start, end, term in placed if bracket.start() < start and end < bracket.end()]
+        for term in inside if named else []:
+            term.either = term.either or named[0].text
 
 
 def _mark_scene(ask: Ask, lex: Lexicon) -> None:
@@ -496,6 +524,8 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
             offered = ask.terms[-1].text  # "布洛芬这类NSAIDs": a text naming either one is about what is asked
             continue
         if token in lex.follow_up:
+            if token in lex.demonstratives and ask.terms and index and tokens[index - 1] == ask.terms[-1].text:
+                continue  # "急性泪囊炎那种红肿疼的": 那种 points at the word it follows, not back in the chat
             marker = "refer" if token not in SWITCH_WORDS else marker or "switch"  # 它 anywhere refers back
             following = tokens[index + 1] if index + 1 < len(tokens) else ""
             # 这种治疗 / 该药: the noun after a demonstrative names the previous topic, not a subject of its own.
@@ -508,7 +538,9 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
             after = tokens[index + 1] if index + 1 < len(tokens) else ""
             between = before_term and bool(after) and after not in lex.ask_cues
             ask.joined = ask.joined or between
-            ask.choice = ask.choice or (between and token in CHOICE_JOINERS)
+            # "冲洗泪道或者探通能不能做": 或 asks of either, unless the question asks which one (哪种、选)
+            offers_choice = token == "还是" or (token in CHOICE_JOINERS and bool(_ASKS_WHICH.search("".join(tokens))))
+            ask.choice = ask.choice or (between and offers_choice)
             offered = ask.terms[-1].text if between and token in EITHER_JOINERS else ""
             joins += [len(ask.terms) - 1] if between else []
             continue
@@ -708,6 +740,11 @@ def _add_cue(ask: Ask, cue: str, lex: Lexicon) -> None:
 def _abbreviation(word: str) -> bool:
     """A name in Latin letters (BLINK, LAMP, TSAb): a study, product or test the lexicon cannot list them all of."""
     return word.isascii() and sum(c.isalpha() for c in word) >= 2
+
+
+def _asks_as_before(question: str, text: str, lex: Lexicon) -> bool:
+    """ "那HAL呢？", "那双眼的": too short to ask anything but what the last question asked."""
+    return question.strip().rstrip(TRAILING).endswith("呢") or _short(_strip_markers(text, lex))
 
 
 def _has_specific(terms: list[Term], lex: Lexicon) -> bool:

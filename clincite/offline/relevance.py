@@ -64,6 +64,8 @@ TITLED_BONUS = 0.1  # a unit under a heading that is the very word the question 
 CUE_TIE_STEP = 0.005  # each further word of the unit saying the aspect asked (up to EXTRA_CUES): a tie-break
 EXTRA_CUES = 2
 OWN_CUE_BONUS = 0.03  # a unit naming the aspect in the asker's own word, over one naming it otherwise
+DRUG_FORMS = ("眼药水", "滴眼液", "眼药", "滴眼剂", "眼膏", "眼药膏")  # a form a text may not name (局部抗生素)
+TREATMENT_ASPECT = "治疗"
 SEARCH_WEIGHT = 0.25  # how much the search engine's own score counts beside the reading of the passage
 RANK_WEIGHT = 0.05  # … and its rank
 ECHO_WEIGHT = 0.3  # how much an extract's restating the question's own words counts
@@ -416,6 +418,7 @@ def _weigh(terms: list[Term], stats: TermStats) -> list[Weighted]:
                 w.weight = min(w.weight, UNSEEN_CAP * heaviest_known)
     _cap_wording(weighted, tokenizer)
     _link_alternatives(weighted)
+    _form_or_treatment(weighted)
     heaviest = max((w.weight for w in weighted), default=0.0)
     for w in weighted:
         if w.term.quoted:  # the asker quotes the text: its word weighs as much as any
@@ -431,6 +434,16 @@ def _link_alternatives(weighted: list[Weighted]) -> None:
         if (other := by_text.get(w.term.either)) is not None:
             w.alternatives.append(other)
             other.alternatives.append(w)
+
+
+def _form_or_treatment(weighted: list[Weighted]) -> None:
+    """ "只点眼药水够不够？", "要不要点抗生素眼药水？": a drug's form is the asker's word for a treatment; a text that
+    answers may name the form (缩瞳剂滴眼液) or only the treatment (局部抗生素, 治疗：热敷、手术切除)."""
+    lex = get_lexicon()
+    treatment = [cue for cue, aspect in lex.passage_cues.items() if aspect == TREATMENT_ASPECT]
+    for w in weighted:
+        if w.term.text.lower() in DRUG_FORMS:
+            w.alternatives += [Weighted(Term(cue, [cue.lower()]), w.weight, []) for cue in treatment]
 
 
 def _cap_wording(weighted: list[Weighted], tokenizer) -> None:
@@ -465,8 +478,15 @@ def _known_pieces(terms: list[Term], stats: TermStats, tokenizer) -> list[Term]:
         lex = get_lexicon()
         for piece in pieces:
             if (len(piece) >= 2 or (piece.isascii() and piece.isalnum())) and piece not in lex.function_words:
+                lowered = piece.lower()  # a piece of the last question's subject is context, as its word was
                 out.append(
-                    Term(piece, lex.variants(piece), entity=piece.lower() in lex.entities, inherited=term.inherited)
+                    Term(
+                        piece,
+                        lex.variants(piece),
+                        entity=lowered in lex.entities,
+                        inherited=term.inherited,
+                        context=term.context,
+                    )
                 )
     return out
 
@@ -532,10 +552,14 @@ def _coverage(terms: list[Weighted], text: str, headings: str = "") -> float:
     repeat it is not the less relevant for that. Nor is one that names the other of "A或B" for missing A."""
     found = [(w, _matched(w, text, headings)) for w in terms]
     named = {id(w) for w, m in found if m}
+    asked = {id(w) for w in terms}
+
+    def other_named(w: Weighted) -> bool:  # the other of "A或B", or a treatment for the 眼药水 asked of
+        return any(id(a) in named or (id(a) not in asked and _matched(a, text, headings)) for a in w.alternatives)
 
     def counts(w: Weighted, m: float) -> bool:  # "小夜灯或者大灯": naming one of the two does not miss the other
         # …and a subject carried along from the last question places a passage where it is named, never misses
-        return bool(m) or not (w.common or w.term.context or any(id(a) in named for a in w.alternatives))
+        return bool(m) or not (w.common or w.term.context or other_named(w))
 
     total = sum(w.weight for w, m in found if counts(w, m)) or 1.0
     return sum(w.weight * m for w, m in found) / total

@@ -1,0 +1,108 @@
+"""Notes whose every line is a heading, and the ways a clinician names things in passing (found on the stop-39 blind
+library: a medical school's clerkship notes exported from OneNote to Markdown, Traditional Chinese with English terms):
+
+- a heading that heads nothing and reads as a sentence ("### 一層透明的黏膜，覆蓋於…") is a line of its section's text:
+  found, judged and quoted like any other; a note made only of such lines is read, not skipped as "no text";
+- a second name in brackets (泪膜破裂时间（BUT）) is an alternative: a text naming either one is about it;
+- an eye drop asked of (只点眼药水够不够？) is answered by a text naming the treatment (局部抗生素), not only the form;
+- "急性泪囊炎那种…" is no reference back in the chat; "另外想问一下，…" asks a question of its own;
+  "A或者B" in a yes-or-no question asks of either, it offers no choice to compare.
+
+Every document here is demo material written for these tests (标注"演示"); it is not clinical guidance.
+"""
+
+from __future__ import annotations
+
+from test_other_styles import library, tldr
+
+from clincite.core.shapes import ChatTurn
+from clincite.ingest.loaders import load_markdown
+from clincite.offline.questions import analyse
+
+# Written the way an outline export writes: the sentences are headings, lists only at the deepest level.
+TEAR_NOTES = """# 淚液系統（演示）
+
+## 本筆記為演示材料，用於軟體測試，不作為臨床依據
+
+## 乾眼症
+
+### 檢查：
+
+#### Tear Breakup Time(BUT)
+
+- 點螢光染劑後觀察淚膜裂解的時間，小於5秒為異常
+
+### 治療：
+
+#### Mild：人工淚液眼藥水、熱敷，改善用眼習慣
+
+#### Moderate：不含防腐劑的人工淚液、topical cyclosporine、punctal plug
+
+## 急性淚囊炎
+
+### 急性期不可以沖洗淚道或探通，以免感染擴散
+
+### 治療：局部與口服抗生素、熱敷，緩解後再考慮手術
+
+## 細菌性結膜炎
+
+### 一般細菌性結膜炎約六成可於五天內自行痊癒，但仍建議使用局部抗生素
+
+### 淋球菌感染必須合併全身治療，首選第三代頭孢菌素
+"""
+
+RABIES_NOTES = """# 狂犬病暴露後處置（演示）
+
+## 本筆記為演示材料，用於軟體測試，不作為臨床依據
+
+## 未曾接種者：於第0、3、7、14天各注射一劑疫苗
+
+## 曾接種暴露前預防者：於第0、3天各追加一劑即可
+"""
+
+
+def test_a_note_made_of_headings_is_read_as_its_lines_say():
+    document = load_markdown(TEAR_NOTES, "淚液系統")
+    assert "急性期不可以沖洗淚道或探通，以免感染擴散" in "".join(
+        document.text[s.start : s.end] for s in document.sections
+    )
+    paths = [s.heading_path for s in document.sections]
+    assert ["急性淚囊炎"] in paths  # the label heads the lines under it
+    assert not any("以免感染擴散" in " ".join(p) for p in paths)  # the sentence heads nothing
+    assert ["乾眼症", "檢查：", "Tear Breakup Time(BUT)"] in paths  # a label with a body stays a heading
+
+
+async def test_a_sentence_written_as_a_heading_answers_and_is_quoted(tmp_path):
+    service = library(tmp_path, {"淚液系統（演示）.md": TEAR_NOTES})
+    result = await service.ask("急性泪囊炎能不能马上冲洗泪道？")
+    assert "急性期不可以沖洗淚道" in tldr(result.answer), result.answer[:400]
+
+
+async def test_the_askers_second_name_in_brackets_is_enough(tmp_path):
+    service = library(tmp_path, {"淚液系統（演示）.md": TEAR_NOTES})
+    result = await service.ask("查干眼做的泪膜破裂时间（BUT），多少秒以下算不正常？")
+    assert "小於5秒為異常" in tldr(result.answer), result.answer[:400]
+
+
+async def test_eye_drops_asked_of_are_answered_by_the_treatment_the_text_names(tmp_path):
+    service = library(tmp_path, {"淚液系統（演示）.md": TEAR_NOTES})
+    result = await service.ask("细菌性结膜炎只点眼药水够不够？会自己好吗？")
+    assert "局部抗生素" in result.answer and "未找到" not in tldr(result.answer), result.answer[:400]
+    result = await service.ask("过敏性结膜炎痒得厉害，用哪种抗过敏眼药水比较好？")
+    assert "未找到" in tldr(result.answer), result.answer[:400]
+
+
+async def test_another_question_announced_is_not_a_follow_up(tmp_path):
+    service = library(tmp_path, {"淚液系統（演示）.md": TEAR_NOTES, "狂犬病暴露後處置（演示）.md": RABIES_NOTES})
+    first = "被狗咬了，以前没打过狂犬疫苗，要在哪几天打针？"
+    history = [ChatTurn(role="user", content=first), ChatTurn(role="assistant", content="……")]
+    result = await service.ask("另外想问一下，急性泪囊炎那种情况，能不能马上冲洗泪道或者探通？", history)
+    assert "急性期不可以沖洗淚道" in tldr(result.answer), result.answer[:400]
+    assert "狂犬" not in result.sub_queries[0].text, [q.text for q in result.sub_queries]
+
+
+def test_either_or_in_a_yes_or_no_question_offers_no_choice():
+    ask = analyse("能不能马上冲洗泪道或者探通？")
+    assert not ask.choice and "区别" not in ask.aspects, (ask.choice, ask.aspects)
+    ask = analyse("阿托品或者OK镜选哪个？")
+    assert ask.choice, ask.aspects
