@@ -5,6 +5,9 @@ library: a medical school's clerkship notes exported from OneNote to Markdown, T
   found, judged and quoted like any other; a note made only of such lines is read, not skipped as "no text";
 - a second name in brackets (泪膜破裂时间（BUT）) is an alternative: a text naming either one is about it;
 - an eye drop asked of (只点眼药水够不够？) is answered by a text naming the treatment (局部抗生素), not only the form;
+- two questions in one message are two questions: each is judged on its own, the second after the first
+  ("…医生说是霰粒肿。要不要点抗生素眼药水？它和针眼有啥区别？"), and one the library cannot answer takes no
+  evidence meant for the other;
 - "急性泪囊炎那种…" is no reference back in the chat; "另外想问一下，…" asks a question of its own;
   "A或者B" in a yes-or-no question asks of either, it offers no choice to compare.
 
@@ -17,6 +20,7 @@ from test_other_styles import library, tldr
 
 from clincite.core.shapes import ChatTurn
 from clincite.ingest.loaders import load_markdown
+from clincite.offline.lexicon import get_lexicon
 from clincite.offline.questions import analyse
 
 # Written the way an outline export writes: the sentences are headings, lists only at the deepest level.
@@ -49,6 +53,23 @@ TEAR_NOTES = """# 淚液系統（演示）
 ### 一般細菌性結膜炎約六成可於五天內自行痊癒，但仍建議使用局部抗生素
 
 ### 淋球菌感染必須合併全身治療，首選第三代頭孢菌素
+"""
+
+LID_NOTES = """# 眼瞼（演示）
+
+## 本筆記為演示材料，用於軟體測試，不作為臨床依據
+
+## 霰粒腫 Chalazion
+
+### 瞼板腺出口阻塞造成的慢性無菌性肉芽腫，不紅不痛
+
+### 治療：熱敷，抗生素無效，必要時手術切開刮除
+
+## 麥粒腫 Hordeolum
+
+### 眼瞼油脂腺的急性化膿性感染，紅腫熱痛明顯
+
+### 治療：熱敷與局部抗生素
 """
 
 RABIES_NOTES = """# 狂犬病暴露後處置（演示）
@@ -101,8 +122,24 @@ async def test_another_question_announced_is_not_a_follow_up(tmp_path):
     assert "狂犬" not in result.sub_queries[0].text, [q.text for q in result.sub_queries]
 
 
+async def test_two_questions_in_one_message_are_answered_each(tmp_path):
+    service = library(tmp_path, {"眼瞼（演示）.md": LID_NOTES})
+    result = await service.ask("眼皮上长了个硬疙瘩，医生说是霰粒肿。要不要点抗生素眼药水？它和麦粒肿有啥区别？")
+    answer = "".join(result.answer.split())
+    assert "抗生素無效" in answer and "急性化膿性感染" in answer, result.answer[:600]
+    assert len(result.sub_queries) >= 2 and "霰粒肿" in result.sub_queries[1].text, result.sub_queries
+    result = await service.ask("霰粒肿要不要点抗生素眼药水？做完切开刮除以后多久能化妆？")
+    assert "化妆" in result.answer.split("### 论据与来源")[0], result.answer[:600]  # named as not found
+
+
 def test_either_or_in_a_yes_or_no_question_offers_no_choice():
     ask = analyse("能不能马上冲洗泪道或者探通？")
     assert not ask.choice and "区别" not in ask.aspects, (ask.choice, ask.aspects)
     ask = analyse("阿托品或者OK镜选哪个？")
     assert ask.choice, ask.aspects
+
+
+def test_which_days_is_a_number_asked_and_a_syndrome_is_named_either_way():
+    ask = analyse("被狗咬了，以前没打过狂犬疫苗，要在哪几天打针？")
+    assert ask.quantity == "时间" and "几天" not in [t.text for t in ask.terms], (ask.quantity, ask.terms)
+    assert "先天性风疹症候群" in get_lexicon().variants("先天性风疹综合征")

@@ -106,14 +106,20 @@ _AGENT_HEADS = ("药", "剂")  # 缩瞳药 / 缩瞳剂, 止痛药 / 止痛剂: o
 
 def other_writings(term: str) -> list[str]:
     """The same name as a text may write it (lower-cased): the Roman numeral an asker types (II) as the one
-    character a guideline prints (Ⅱ) and back; a medicine named by 药 or by 剂. [] for any other term."""
+    character a guideline prints (Ⅱ) and back; a medicine named by 药 or by 剂; a syndrome's 综合征 as 症候群.
+    [] for any other term."""
     if term in _ROMAN:
         return [_ROMAN_SIGNS[_ROMAN.index(term)]]
     if len(term) == 1 and term in _ROMAN_SIGNS:
         return [_ROMAN[_ROMAN_SIGNS.index(term)]]
     if len(term) >= 3 and term.endswith(_AGENT_HEADS):
         return [term[:-1] + ("剂" if term.endswith("药") else "药")]
-    return []
+    # a syndrome as Taiwan, Hong Kong and the mainland write it (干眼综合征 / 乾眼症候群 / 干眼综合症)
+    head = next((h for h in _SYNDROME_HEADS if term.endswith(h) and len(term) > len(h)), "")
+    return [term[: -len(head)] + other for other in _SYNDROME_HEADS if other != head] if head else []
+
+
+_SYNDROME_HEADS = ("综合征", "综合症", "症候群")
 
 
 _COUNTED = re.compile(r"^([一二两三四五六七八九十]{1,3})(岁|周|天|日|个月|月|年|次|小时|分钟|滴|片|粒)$")

@@ -64,7 +64,7 @@ TOGETHER_SHARE = 0.3  # a new subject this often written with the last one goes 
 NAMING_RARITY = 11.0  # general-Chinese rarity (Tokenizer.general_rarity) from which a word names a subject itself
 SHORT_FOLLOW_UP = 12  # characters: a question this short without a subject of its own continues the last one
 _PUNCT = re.compile(r"^[\W_]+$")
-_ASKS_NUMBER = re.compile(r"^(?:多少|多久|多长|几[个次天日周月年岁级针点度])")
+_ASKS_NUMBER = re.compile(r"^哪?(?:多少|多久|多长|几[个次天日周月年岁级针点度])")  # 哪几天: which days, a number too
 # "什么是X / X是什么 / X到底是什么东西 / X是啥": what X is, when nothing else is asked (定义, a free aspect: a boost)
 _WHAT_IS = re.compile(r"^什么是|^[^哪几最]*是(?:什么|啥)(?:东西|意思|病)?$")
 _CODE = r"(?=[A-Za-z\d-]*\d)[A-Za-z][A-Za-z\d]*(?:-[A-Za-z\d]+)*"  # Latin letters with a digit: DN4, IL-6
@@ -81,6 +81,9 @@ _LETTER_TAIL = re.compile(r"^[A-Z]\d?$")  # 维生素 + D, 维生素 + B12 is no
 # A clause asks when it has a question word (啥、多少、为啥、能否 as _normalise_asking writes 能不能, 行不行 …);
 # the question's last clause asks whether or not (its 吗 was stripped)
 _ASKING_CLAUSE = re.compile(r"[吗呢么啥哪几谁怎否]|什么|多少|多久|多长|多大|如何|为何|分别|区别|还是|(.)不\1")
+_JOINED_TO_IT = re.compile(r"^(?:它|其|这个|这种|该病|那个)\s*(?:和|跟|与|同)")
+_QUESTION_END = re.compile(r"(?<=[？?])")
+TAG_QUESTION_CHARS = 3  # "对吗？" "是吗？" "真的吗？": a check on the question before, no question of its own
 _ASKS_WHICH = re.compile(r"哪|选|更|优先|比较")  # words that make "A或B" a choice between them
 _BRACKETED = re.compile(r"[（(][^（）()，,。？?]{1,24}[）)]")  # a second name the asker adds: 泪膜破裂时间（BUT）
 _CLAUSE_END = re.compile(r"[，,；;。？?！!]")
@@ -116,6 +119,7 @@ class Ask:
     each: bool = False  # "分别、各自": every subject (or aspect) answered on its own
     many: bool = False  # "哪些设备…": the answer is several things, typically a list
     compared: list[list[Term]] = field(default_factory=list)  # "A和B": the noun phrases joined (生长痛 | 骨肉瘤)
+    same_message: bool = False  # asked right after another question in the same message ("…？要多久才能适应？")
     setting: list[Term] = field(default_factory=list)  # the chat's last subject, for a question naming its own:
     # judged where a passage names it (加巴喷丁's dose for PHN, in a chat on PHN), never searched or shown
 
@@ -242,9 +246,14 @@ def written_together(index: Passages | None) -> Together | None:
 
 
 def analyse(
-    question: str, previous: list[str] | None = None, lexicon: Lexicon | None = None, together: Together | None = None
+    question: str,
+    previous: list[str] | None = None,
+    lexicon: Lexicon | None = None,
+    together: Together | None = None,
+    same_message: bool = False,
 ) -> Ask:
-    """Analyse a question; `previous` are the earlier user questions of the chat, oldest first. `together`
+    """Analyse a question; `previous` are the earlier user questions of the chat, oldest first (`same_message`: the
+    last of them was asked in the same message, just before this one). `together`
     (`written_together`): whether the library writes of the question's own subject mostly with the last one, which
     makes a question naming a subject of its own a follow-up of the last one."""
     lex = lexicon or get_lexicon()
@@ -254,7 +263,7 @@ def analyse(
     while text.endswith(PARTICLES) and len(text) > 1:  # 有用吗 → 有用: a particle glued to the last word
         text = text[:-1].rstrip(TRAILING)
     tokens = _merge(_words(text), lex)
-    ask = Ask(question=question, resolved=text)
+    ask = Ask(question=question, resolved=text, same_message=same_message)
     marker = _classify(ask, tokens, lex, bool(previous))
     _reason_over_negation(ask, lex)
     _mark_quoted(ask, question, lex)
@@ -310,6 +319,21 @@ def analyse(
     return ask
 
 
+def split_questions(message: str) -> list[str]:
+    """The questions of one message, each with the story told before it: "…医生说是霰粒肿。要不要点抗生素眼药水？它和
+    针眼到底有啥区别？" asks two. What follows the last question mark and asks nothing ("家长担心越戴度数越深。"), or
+    only checks the one before ("对吗？"), belongs to the question before it."""
+    questions: list[str] = []
+    for piece in _QUESTION_END.split(message.strip()):
+        content = piece.strip().rstrip(TRAILING).strip(TRAILING)
+        asks = piece.rstrip().endswith(("？", "?")) or _ASKING_CLAUSE.search(piece)
+        if questions and (not asks or len(content.rstrip("吗呢吧么")) <= TAG_QUESTION_CHARS):
+            questions[-1] += piece
+        elif content:
+            questions.append(piece)
+    return questions or [message]
+
+
 def _names_a_subject(term: Term) -> bool:
     """A word that says what a question is about on its own: a domain term, an abbreviation, or a word rare in
     general Chinese (维生素D、护目镜); not an everyday one (材料、持续、手术本身)."""
@@ -344,6 +368,8 @@ def _inherit_subject(ask: Ask, before: Ask, text: str, lex: Lexicon) -> None:
     ask.terms = [*[t for t in inherited if t.text not in own], *ask.terms]
     ask.follow_up = True
     ask.resolved = before.subject + _strip_markers(text, lex)
+    # "它和麦粒肿有啥区别？": the last subject, joined to the one this question names
+    ask.joined = ask.joined or (bool(_JOINED_TO_IT.match(text.strip())) and len(ask.subjects) >= 2)
     own_ask = ask.aspects or ask.quantity or any(not t.inherited and not t.generic for t in ask.terms)
     asks_on = (  # 双眼的呢？ narrows the last question; 万一已经伤到了呢？ asks something new
         ask.question.strip().rstrip(TRAILING).endswith("呢")

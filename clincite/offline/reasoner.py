@@ -36,7 +36,7 @@ from clincite.core.shapes import (
     SufficiencyOutput,
 )
 from clincite.offline.lexicon import get_lexicon
-from clincite.offline.questions import Ask, analyse, written_together
+from clincite.offline.questions import Ask, analyse, split_questions, written_together
 from clincite.offline.relevance import Evidence, Part, TermStats, judge
 from clincite.report.extractive import extractive_report
 
@@ -44,6 +44,7 @@ OFFLINE_NOTICE = "离线演示模式：未配置大语言模型 API Key，以下
 STREAM_PIECE = 12  # characters per streamed piece of the report
 GENERAL_FOCUS = "综合"
 STAGE2_CUES = 4
+ASKED_CHARS = 24  # a question of a message this short names its own part
 SEARCH_DEPTH = 12  # passages per retriever: the offline judge is cheap, and reading more finds what ranks lower
 
 
@@ -76,18 +77,48 @@ class OfflineReasoner:
         """For a question in a chat: whether the KB writes of a new subject with the last one (its index)."""
         return written_together(self._stats()) if history else None
 
+    def _asks(self, question: str, history: list[ChatTurn]) -> list[Ask]:
+        """Each question of the message analysed on its own, after the chat and the questions before it in the same
+        message ("…霰粒肿。要不要点抗生素眼药水？它和针眼到底有啥区别？": 它 is the 霰粒肿 of the first)."""
+        previous = previous_questions(history)
+        pieces = split_questions(question)
+        together = self._together(history) if len(pieces) == 1 else written_together(self._stats())
+        asks = []
+        for index, piece in enumerate(pieces):
+            asks.append(analyse(piece, previous, together=together, same_message=index > 0))
+            previous = [*previous, piece]
+        return asks
+
+    def _whole(self, question: str, history: list[ChatTurn]) -> Ask:
+        return analyse(question, previous_questions(history), together=self._together(history))
+
+    def _parts(self, question: str, history: list[ChatTurn]) -> list[tuple[Ask, str, str, list | None]]:
+        """(the question it belongs to, search text, aspect, subjects) of every part of the message, in order."""
+        parts, seen = [], set()
+        for ask in self._asks(question, history):
+            for text, aspect, subjects in ask.sub_queries():
+                if text not in seen:
+                    seen.add(text)
+                    parts.append((ask, text, aspect, subjects))
+        return parts
+
+    def _off_loop(self, question: str, history: list[ChatTurn]) -> bool:
+        """Reading a chat or a message of several questions asks the KB's index (`written_together`): off the loop."""
+        return bool(history) or len(split_questions(question)) > 1
+
     # --- the Reasoner interface (clincite.question.reasoner) ---
     def question_search_text(self, question: str, history: list[ChatTurn]) -> str:
         """A question that asks one thing is searched (and judged, `_part`) as the one sub-query it plans: the fast
         path then answers from the very evidence the full pipeline would (no model to save time on here)."""
-        ask = analyse(question, previous_questions(history), together=self._together(history))
-        parts = ask.sub_queries()
-        return parts[0][0] if len(parts) == 1 else ask.resolved
+        whole = self._whole(question, history)
+        parts = whole.sub_queries()
+        return parts[0][0] if len(parts) == 1 else whole.resolved
 
     async def decompose(
         self, question: str, history: list[ChatTurn], usage=None, stream: bool = True
     ) -> AsyncIterator[SubQueryDraft]:
-        drafts = await asyncio.to_thread(self.plan, question, history) if history else self.plan(question, history)
+        off_loop = self._off_loop(question, history)
+        drafts = await asyncio.to_thread(self.plan, question, history) if off_loop else self.plan(question, history)
         for draft in drafts:
             yield draft
 
@@ -115,15 +146,20 @@ class OfflineReasoner:
 
     # --- the same steps, synchronous ---
     def plan(self, question: str, history: list[ChatTurn]) -> list[SubQueryDraft]:
-        ask = analyse(question, previous_questions(history), together=self._together(history))
+        parts = self._parts(question, history)
+        several = len({id(ask) for ask, *_ in parts}) > 1  # each question of the message named as asked
         return [
-            SubQueryDraft(text=text, focus=_focus(aspect, ask.named(subjects) if subjects else ""))
-            for text, aspect, subjects in ask.sub_queries()[: self.max_sub_queries]
+            SubQueryDraft(
+                text=text,
+                focus=_as_asked(ask)
+                if several and not aspect
+                else _focus(aspect, ask.named(subjects) if subjects else ""),
+            )
+            for ask, text, aspect, subjects in parts[: self.max_sub_queries]
         ]
 
     def assess(self, sub_query: SubQuery, question: str, history: list[ChatTurn], hits: list[Hit]) -> JudgeOutput:
-        ask = analyse(question, previous_questions(history), together=self._together(history))
-        part = self._part(ask, sub_query)
+        ask, part = self._asked_by(sub_query, question, history)
         found = judge(ask, part, hits, self._stats(), openings=self._openings(hits), topics=self._topics(hits))
         if not found:
             return JudgeOutput(
@@ -172,6 +208,21 @@ class OfflineReasoner:
         return extractive_report(analyses, gaps, self.notice if notice is None else notice)
 
     # --- helpers ---
+    def _asked_by(self, sub_query: SubQuery, question: str, history: list[ChatTurn]) -> tuple[Ask, Part]:
+        """The question of the message a sub-query stands for, and its part; q0 and a message of one question: the
+        whole question."""
+        if sub_query.id == "q0":  # the message as one question: what its search found for all it asks
+            whole = self._whole(question, history)
+            return whole, self._part(whole, sub_query)
+        asks = self._asks(question, history)
+        if len(asks) == 1:
+            return asks[0], self._part(asks[0], sub_query)
+        for ask in asks:  # a part as planned, or searched again with its aspect's usual wording (stage 2)
+            for text, aspect, subjects in ask.sub_queries():
+                if sub_query.text == text or sub_query.text.startswith(f"{text} "):
+                    return ask, Part(sub_query.text, [aspect] if aspect else [], subjects)
+        return asks[0], self._part(asks[0], sub_query)
+
     @staticmethod
     def _part(ask: Ask, sub_query: SubQuery) -> Part:
         """The part of the question a sub-query stands for (q0: the whole question)."""
@@ -192,6 +243,13 @@ class OfflineReasoner:
         lex = get_lexicon()
         cues = [cue for cue, aspect in lex.passage_cues.items() if aspect == focus][:STAGE2_CUES]
         return f"{text} {' '.join(c for c in cues if c not in text)}".strip()
+
+
+def _as_asked(ask: Ask) -> str:
+    """One question of several in a message, as a clinician reads its part in the coverage line: the question as
+    asked when it is short ("做完切开刮除以后多久能化妆"), else its subject."""
+    asked = ask.question.strip().rstrip("？?。！!").strip()
+    return asked if len(asked) <= ASKED_CHARS else ask.shown_subject
 
 
 def _focus(aspect: str, subject: str) -> str:

@@ -286,7 +286,7 @@ def _judge(
     terms = _weigh(_terms_of(ask, part), stats)
     if not terms or _compares_the_unnamed(ask, stats):
         return []
-    decisive = _decisive(terms)
+    decisive = _decisive(terms) or (_carried_decisive(terms) if ask.same_message else [])
     # Scores this low (every passage has the words: a library of one document) say little of which passage answers.
     bm25_top = max(max((h.bm25 or 0.0 for h in hits), default=0.0), WEAK_BM25)
     sem_top = max((h.semantic or 0.0 for h in hits), default=0.0) or 1.0
@@ -347,6 +347,24 @@ def _first_sentences(text: str) -> str:
     whatever it lists (a guideline's 治疗方法 names every disease), which says nothing of its later passages."""
     spans = sentences(text)[:OPENING_SENTENCES]
     return text[: spans[-1][1]][:OPENING_CHARS] if spans else ""
+
+
+def _carried_decisive(terms: list[Weighted]) -> list[Weighted]:
+    """ "…开角型青光眼先用哪种眼药水？晚上点还是早上点？": a question that follows another in the same message and
+    names nothing decisive of its own asks of the one before's subject, which its passage must then name (its
+    heaviest carried word). A question of another chat turn goes on more loosely (`Term.context`)."""
+    lex = get_lexicon()
+    carried = [
+        w
+        for w in terms
+        if w.term.context and len(w.term.text) >= 2 and not w.common and _names_what_is_asked(w.term, lex)
+    ]
+    return [max(carried, key=lambda w: w.weight)] if carried else []
+
+
+def _names_what_is_asked(term: Term, lex: Lexicon) -> bool:
+    """A domain name, an abbreviation or medical wording (青光眼、IVI、伤口), not the story's words (头晕、踩空)."""
+    return term.entity or (term.text.isascii() and term.text.isalpha()) or lex.is_medical(term.text)
 
 
 def _decisive(terms: list[Weighted]) -> list[Weighted]:
