@@ -502,8 +502,20 @@ def _words(text: str) -> list[str]:
         if _NUMBER_SPLIT.fullmatch(piece) or _CODE_NAME.fullmatch(piece):
             words.append(piece)
         elif piece:
-            words += [w for w in get_tokenizer().words(piece) if w.strip() and not _PUNCT.match(w)]
+            words += _numbered_names([w for w in get_tokenizer().words(piece) if w.strip() and not _PUNCT.match(w)])
     return words
+
+
+def _numbered_names(words: list[str]) -> list[str]:
+    """A lone numeral before a word names a thing by its count (五针法、四针法: regimens), which jieba cuts off and
+    a count would then drop: one word again."""
+    out: list[str] = []
+    for word in words:
+        if out and out[-1] in NUMERALS and len(word) >= 2 and not word.isascii():
+            out[-1] += word
+        else:
+            out.append(word)
+    return out
 
 
 def _merge(words: list[str], lex: Lexicon) -> list[str]:
