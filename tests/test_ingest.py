@@ -489,3 +489,19 @@ def test_sigkill_mid_ingest_leaves_the_catalogue_intact_and_a_rerun_heals_orphan
     with KnowledgeBase(settings) as kb:
         vectors = kb.vectors(settings.embedding_model).all_ids()
         assert vectors == set(kb.catalogue.chunk_ids()), "orphans removed, all embedded"
+
+
+def test_a_file_is_read_while_the_server_holds_over_a_thousand_descriptors(tmp_path):
+    """A busy server holds a socket per clinician: an upload must still be read when the parser's pipe gets a
+    descriptor above 1024, which select() cannot watch."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(SAMPLE_KB / ATROPINE, docs / ATROPINE)
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        settings = make_settings(tmp_path, embedding_model="/nonexistent/model")
+        report = Ingestor(settings, KnowledgeBase(settings)).run([docs])
+    finally:
+        for fd in held:
+            os.close(fd)
+    assert report.count("added") == 1, [(r.name, r.status, r.detail) for r in report.results]

@@ -8,6 +8,8 @@ library: a medical school's clerkship notes exported from OneNote to Markdown, T
 - two questions in one message are two questions: each is judged on its own, the second after the first
   ("…医生说是霰粒肿。要不要点抗生素眼药水？它和针眼有啥区别？"), and one the library cannot answer takes no
   evidence meant for the other;
+- a section on one kind of a disease (細菌性結膜炎) is no section on the disease in general: it does not answer for
+  another kind (过敏性结膜炎);
 - "急性泪囊炎那种…" is no reference back in the chat; "另外想问一下，…" asks a question of its own;
   "A或者B" in a yes-or-no question asks of either, it offers no choice to compare.
 
@@ -111,6 +113,15 @@ async def test_eye_drops_asked_of_are_answered_by_the_treatment_the_text_names(t
     assert "局部抗生素" in result.answer and "未找到" not in tldr(result.answer), result.answer[:400]
     result = await service.ask("过敏性结膜炎痒得厉害，用哪种抗过敏眼药水比较好？")
     assert "未找到" in tldr(result.answer), result.answer[:400]
+
+
+async def test_a_section_on_one_kind_of_a_disease_does_not_answer_for_another(tmp_path):
+    service = library(tmp_path, {"淚液系統（演示）.md": TEAR_NOTES})
+    for question in ("过敏性结膜炎怎么治疗？", "过敏性结膜炎该点什么眼药水？"):
+        result = await service.ask(question)
+        assert "未找到" in tldr(result.answer), result.answer[:400]
+    result = await service.ask("细菌性结膜炎怎么治疗？")
+    assert "未找到" not in tldr(result.answer) and "治療" in tldr(result.answer), result.answer[:400]
 
 
 async def test_another_question_announced_is_not_a_follow_up(tmp_path):

@@ -51,12 +51,20 @@ def _send(stream: BinaryIO, message: object) -> None:
     stream.flush()
 
 
+def _readable(fd: int, timeout: float) -> bool:
+    """Whether the child has written within `timeout` seconds. poll, not select: a server with a thousand open
+    sockets hands out descriptors above select()'s limit of 1024, and an upload must still be read."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    return bool(poller.poll(timeout * 1000))
+
+
 def _read_exactly(fd: int, size: int, deadline: float | None) -> bytes:
     chunks, missing = [], size
     while missing:
         if deadline is not None:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            if left <= 0 or not _readable(fd, left):
                 raise WorkerGone("timeout")
         chunk = os.read(fd, min(missing, 4 * MB))
         if not chunk:

@@ -43,9 +43,16 @@ class Lexicon:
     synonym_groups: list[list[str]] = field(default_factory=list)
     kinds: dict[str, list[str]] = field(default_factory=dict)  # member → its class's names (吗啡 → 阿片类药物 …)
     _cues_by_length: list[str] = field(default_factory=list)
+    _by_head: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._cues_by_length = sorted(self.passage_cues, key=len, reverse=True)
+
+    def entities_ending(self, head: str) -> list[str]:
+        """The domain terms that are kinds of `head` (细菌性结膜炎、过敏性结膜炎 of 结膜炎)."""
+        if head not in self._by_head:
+            self._by_head[head] = [e for e in self.entities if len(e) > len(head) and e.endswith(head)]
+        return self._by_head[head]
 
     @property
     def aspects(self) -> list[str]:

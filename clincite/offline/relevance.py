@@ -835,9 +835,19 @@ def _broader_in(weighted: Weighted, headings: str) -> bool:
     names its kind last: 视网膜 is not what 视网膜母细胞瘤 is a kind of), or the drug class the lexicon puts it in."""
     lex = get_lexicon()
     term = weighted.term.text.lower()
-    broader = {term[i:] for i in range(1, len(term) - 1) if term[i:] in lex.entities}
-    broader.update(lex.kinds.get(term, []))
-    return any(_occurs(b, headings) for b in broader)
+    heads = {term[i:] for i in range(1, len(term) - 1) if term[i:] in lex.entities}
+    kinds = lex.kinds.get(term, [])
+    return any(_names_itself(h, headings, lex) for h in heads) or any(_occurs(k, headings) for k in kinds)
+
+
+def _names_itself(head: str, headings: str, lex: Lexicon) -> bool:
+    """The broader subject named as itself (结膜炎, 《阿托品滴眼液》), not inside a sibling's name: "急性细菌性结膜炎"
+    is no section on 结膜炎 in general, so it does not cover 过敏性结膜炎."""
+    for found in re.finditer(re.escape(head), headings):
+        before = headings[: found.start()]
+        if not any(before.endswith(entity[: -len(head)]) for entity in lex.entities_ending(head)):
+            return True
+    return False
 
 
 def _units(hit: Hit) -> list[tuple[Unit, list[str]]]:
