@@ -19,6 +19,7 @@ Nothing is kept between questions: each step re-reads the question it is given. 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -44,6 +45,7 @@ OFFLINE_NOTICE = "离线演示模式：未配置大语言模型 API Key，以下
 STREAM_PIECE = 12  # characters per streamed piece of the report
 GENERAL_FOCUS = "综合"
 STAGE2_CUES = 4
+_SENTENCE_END = re.compile(r"[。！!；;？?]")
 ASKED_CHARS = 24  # a question of a message this short names its own part
 SEARCH_DEPTH = 12  # passages per retriever: the offline judge is cheap, and reading more finds what ranks lower
 
@@ -246,10 +248,10 @@ class OfflineReasoner:
 
 
 def _as_asked(ask: Ask) -> str:
-    """One question of several in a message, as a clinician reads its part in the coverage line: the question as
-    asked when it is short ("做完切开刮除以后多久能化妆"), else its subject."""
-    asked = ask.question.strip().rstrip("？?。！!").strip()
-    return asked if len(asked) <= ASKED_CHARS else ask.shown_subject
+    """One question of several in a message, as a clinician reads its part in the coverage line: its last sentence
+    as asked when that is short ("要等多大做探通", not the story before it), else its subject."""
+    asked = _SENTENCE_END.split(ask.question.strip().rstrip("？?。！!").strip())[-1].strip()
+    return asked if 0 < len(asked) <= ASKED_CHARS else ask.shown_subject
 
 
 def _focus(aspect: str, subject: str) -> str:
