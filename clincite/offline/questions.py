@@ -64,7 +64,8 @@ TOGETHER_SHARE = 0.3  # a new subject this often written with the last one goes 
 NAMING_RARITY = 11.0  # general-Chinese rarity (Tokenizer.general_rarity) from which a word names a subject itself
 SHORT_FOLLOW_UP = 12  # characters: a question this short without a subject of its own continues the last one
 _PUNCT = re.compile(r"^[\W_]+$")
-_ASKS_NUMBER = re.compile(r"^哪?(?:多少|多久|多长|几[个次天日周月年岁级针点度])")  # 哪几天: which days, a number too
+# 哪几天: which days, a number too; 哪几个时期 asks which ones (a list), not how many
+_ASKS_NUMBER = re.compile(r"^(?:哪?(?:多少|多久|多长|几[次天日周月年岁级针点度])|几个)")
 # "什么是X / X是什么 / X到底是什么东西 / X是啥": what X is, when nothing else is asked (定义, a free aspect: a boost)
 _WHAT_IS = re.compile(r"^什么是|^[^哪几最]*是(?:什么|啥)(?:东西|意思|病)?$")
 _CODE = r"(?=[A-Za-z\d-]*\d)[A-Za-z][A-Za-z\d]*(?:-[A-Za-z\d]+)*"  # Latin letters with a digit: DN4, IL-6
@@ -280,11 +281,11 @@ def analyse(
     if not previous:
         return ask
     own_subject = _has_specific(ask.terms, lex)
-    # "另外想问一下，急性泪囊炎…": another question announced, whose medical words name its subject ("那肾功能不好的人
-    # 还能吃吗？" goes on with the last subject, for people it names)
+    # "另外想问一下，急性泪囊炎…": another question announced, whose medical or rare words name its subject (教室采光);
+    # "那肾功能不好的人还能吃吗？" goes on with the last subject, for people it names
     another = text.startswith(ANOTHER_QUESTION)
     named = any(
-        (t.entity or t.text.isascii() or (another and lex.is_medical(t.text)))
+        (t.entity or t.text.isascii() or (another and (lex.is_medical(t.text) or _names_a_subject(t))))
         and not t.generic
         and t.text.lower() not in lex.not_subjects
         for t in ask.terms

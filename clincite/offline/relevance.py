@@ -37,6 +37,7 @@ MAX_DECISIVE = 2
 SCARCE_SHARE = 0.02  # a population the library names this seldom is one it seldom writes for
 TOPIC_SHARE = 0.3  # a term in this share of the KB's passages or more is what the library is about: never decisive
 DECIDING_RARITY = NAMING_RARITY  # a word rare enough to name a subject (questions.py) may decide
+STAGE_ENDINGS = ("期", "后", "前")  # a time word ending so names a stage (术后、早期、产前), not the asker's moment
 UNSEEN_DECIDING_RARITY = 9.5  # … or, for a word this library never uses (品牌 in a library without brands), this
 DECISIVE_SHARE = 0.6  # a term weighing this share of the heaviest one is decisive: some passage must contain it
 PARTIAL_MATCH = 0.5  # a term matched only by one of its sub-words (红光 for 红光治疗)
@@ -125,6 +126,9 @@ _ANNOUNCES = re.compile(
     r"|[几两三四五六七八九十]+[点条项][。：:]"
 )
 CARRY_ON = ("另外", "此外", "同时", "并且", "而且", "其中", "因此", "所以", "但", "①", "②", "③", "1.", "2.", "3.")
+_CALENDAR_DATE = re.compile(
+    r"(?<![\d.])(?:1[89]|20)\d{2}\s*年(?:\s*\d{1,2}\s*月(?:\s*\d{1,2}\s*[日号])?)?|(?<![\d.])\d{1,2}\s*月\s*\d{1,2}\s*[日号]"
+)
 _NUMBER_GAP = r"[\d.,，～~至到\-–—一二三四五六七八九十两半百千万个多余左右约\s]{0,8}?"  # 1至3个、两三
 # An interview or a Q&A page: "[网友乖乖女]问：…" asks, "[嘉宾江睿]答：…" answers (also 问：/答：, 患者问：)
 _QUESTION_LINE = re.compile(r"^\s*(?:[\[【][^\]】\n]{0,16}[\]】])?\s*[^\s：:。，]{0,8}?问\s*[：:]")
@@ -357,8 +361,11 @@ def _carried_decisive(terms: list[Weighted]) -> list[Weighted]:
     carried = [
         w
         for w in terms
-        if w.term.context and len(w.term.text) >= 2 and not w.common and _names_what_is_asked(w.term, lex)
-    ]
+        if w.term.context
+        and len(w.term.text) >= 2
+        and not w.common
+        and (_names_what_is_asked(w.term, lex) or (w.unseen and get_tokenizer().is_noun(w.term.text)))
+    ]  # a subject the library never names (红烧肉怎么做？要不要先焯水？) is not found by the question after it either
     return [max(carried, key=lambda w: w.weight)] if carried else []
 
 
@@ -744,6 +751,8 @@ def _may_decide(weighted: Weighted) -> bool:
     tokenizer = get_tokenizer()
     if not tokenizer.is_noun(term.text):  # 延缓、换成、一半: the asker's verb or number, which a text words its own way
         return False
+    if tokenizer.is_time_word(term.text) and not term.text.endswith(STAGE_ENDINGS):
+        return False  # 将来、平时、当天: when the asker places it, not what is asked (术后、早期 are stages: they may)
     rarity = tokenizer.general_rarity(term.text)
     return rarity >= DECIDING_RARITY or (weighted.unseen and rarity >= UNSEEN_DECIDING_RARITY)
 
@@ -1119,6 +1128,7 @@ def _answers_number(ask: Ask, text: str, about: str, decisive: list[Weighted], l
 
 
 def _number_of_kind(ask: Ask, text: str, lex: Lexicon) -> bool:
+    text = _CALENDAR_DATE.sub(" ", text)  # 《指南（2024年版）》、2023年5月: a date, never how long or how many
     if ask.quantity == RATIO_KIND and _RATIO.search(text):
         return True  # "1:1 到 4:1" gives a 比例 as much as "20%" does
     units = lex.quantities.get(ask.quantity, (None, None))[1]

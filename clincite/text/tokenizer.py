@@ -187,6 +187,11 @@ class Tokenizer:
         环孢素、疫苗、潜伏期, not 检查、医院, nor 工友、书本、台灯."""
         return fold(word) in self.medical_vocabulary
 
+    def is_time_word(self, word: str) -> bool:
+        """jieba's part of speech says the word places in time (将来、以后、平时: t), which a text says its own way."""
+        flags = self._flags(word)
+        return bool(flags) and all(flag.startswith("t") for flag in flags)
+
     def is_adjective(self, word: str) -> bool:
         """jieba's part of speech says the word describes (好、合适、安全): a, ad, an."""
         flags = self._flags(word)

@@ -76,6 +76,7 @@ WRAP_PERCENTILE = 0.8  # the width of a wrapped text's lines: this percentile of
 FULL_LINE = 0.8  # a line this share of that width wide reached the right margin
 WRAPPED_SHARE = 0.3  # a text in which this share of the lines run on into the next was hard-wrapped
 MIN_WRAPPED_LINES = 3  # … and at least this many (a short note of a few long sentences is not)
+MAX_OPENING_WIDTH = 60  # display columns: a first line this short that is no sentence heads the text after it
 MIN_WRAP_WIDTH = 30  # display columns (a Chinese character is 2): narrower "lines" are a list, not wrapped text
 MAX_WRAP_WIDTH = 200  # … and wider ones are paragraphs, one per line: nobody wraps at 100 Chinese characters
 BODY_CJK_SHARE = 0.5  # a line at least this much Chinese is body text (the wrap width is read from those) …
@@ -104,7 +105,11 @@ def plain_document(text: str, title: str) -> LoadedDocument:
             builder.paragraph(join_lines(paragraph))
             paragraph.clear()
 
-    for line in lines:
+    opening = _opening_heading(lines, width)
+    for index, line in enumerate(lines):
+        if index == opening:
+            builder.heading(1, line.text)
+            continue
         # A numbered line filling the width is an item wrapping on ("（三）CRP、LDH…明显升高，出现的时"), not a heading
         level = ordinal_heading_level(line.text) if line.text and not (width and _full(line, width)) else 0
         if not line.text or level or (paragraph and _ITEM_START.match(line.text)):
@@ -117,6 +122,24 @@ def plain_document(text: str, title: str) -> LoadedDocument:
                 flush()
     flush()
     return builder.build()
+
+
+def _opening_heading(lines: list[_Line], width: int) -> int | None:
+    """The index of a first line that heads the text ("狗尾草熬水能治近视吗", an article's or a notice's heading, with
+    the text after it): short, not a sentence, not the start of a wrapped paragraph. Read as a heading, it says what
+    every passage of the text is about and is never quoted as if it answered. None when the text opens otherwise."""
+    filled = [i for i, line in enumerate(lines) if line.text]
+    if len(filled) < 2:
+        return None
+    first = lines[filled[0]]
+    if (
+        _display_width(first.text) > MAX_OPENING_WIDTH
+        or first.text.endswith((*SENTENCE_END, "：", ":", "，", ","))
+        or (width and _full(first, width))
+        or ordinal_heading_level(first.text)
+    ):
+        return None
+    return filled[0]
 
 
 @dataclass
