@@ -8,7 +8,8 @@ one plain-text file per article, a lead paragraph and no headings), and the ways
 - "有啥缺点" asks the risks and drawbacks; "定期检查" is answered by a text saying how often (每年检查);
 - "另外问下，…" with a subject of its own (教室采光) asks a new question, medical word or not;
 - "近视率有多高" asks a rate;
-- a plain text's short first line (an article's heading) heads the text: it is never quoted as the answer.
+- a plain text's short first line (an article's heading) heads the text: it is never quoted as the answer;
+- "该用哪个浓度" asks a concentration (a figure in %), and 浓度 written inside 低浓度阿托品 is not it.
 
 Every document here is demo material written for these tests (标注"演示"); it is not clinical guidance.
 """
@@ -129,3 +130,29 @@ async def test_the_title_line_is_never_the_answer(tmp_path):
     service = library(tmp_path, NEWS)
     result = await service.ask("狗尾草熬水能治近视吗？喝多久有效？")
     assert "没有任何证据" in tldr(result.answer), result.answer[:400]
+
+
+ATROPINE_NOTES = """# 低浓度阿托品（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+## 适用人群
+
+低浓度阿托品用于进展较快的学龄儿童，近视进展迅速（每年加深75度以上）者可与光学矫正联合使用。
+
+## 常用浓度
+
+临床研究中常用0.01%、0.025%和0.05%三种浓度。
+"""
+
+
+async def test_the_measure_asked_is_not_found_inside_the_drugs_name(tmp_path):
+    """ "该用哪个浓度": 浓度 inside 低浓度阿托品 says nothing of which one; a figure in 度 is no concentration."""
+    service = library(tmp_path, {"低浓度阿托品（演示）.md": ATROPINE_NOTES})
+    result = await service.ask("低浓度阿托品该用哪个浓度？")
+    assert "0.025%" in tldr(result.answer), result.answer[:400]
+    (tmp_path / "other").mkdir()
+    service = library(tmp_path / "other", {"低浓度阿托品（演示）.md": ATROPINE_NOTES.split("## 常用浓度")[0]})
+    result = await service.ask("低浓度阿托品到底是0.01%还是0.05%的？该用哪个浓度？")
+    assert "未找到" in tldr(result.answer), result.answer[:400]
+    assert analyse("孕妇接种流感疫苗，哪个孕周打最合适？").quantity == "时间"

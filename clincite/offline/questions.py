@@ -59,6 +59,8 @@ OWNERS = {
 CHOICE_JOINERS = ("还是", "或", "或者")  # of lexicon.joiners: the ones that offer a choice
 DEGREE_ADVERBS = ("比较",)  # of lexicon.ask_cues: before an adjective an adverb of degree, not a comparison
 MANY_WORDS = ("哪些", "哪几个", "哪几种", "哪几类", "有几种")  # of lexicon.function_words: they ask for several things
+# of lexicon.quantity_words: nouns naming what is measured, which a text heads its figures with (常用浓度): searched too
+MEASURED = {"浓度", "频率"}
 EITHER_JOINERS = ("或", "或者")  # … of which either one is asked about ("开着小夜灯或者大灯"), not which one (还是)
 TOGETHER_SHARE = 0.3  # a new subject this often written with the last one goes on in its setting
 NAMING_RARITY = 11.0  # general-Chinese rarity (Tokenizer.general_rarity) from which a word names a subject itself
@@ -558,7 +560,8 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
             continue
         if token in lex.quantity_words or _ASKS_NUMBER.match(token) or _is_quantity_ask(token, lex):
             ask.quantity = ask.quantity or "number"
-            continue  # 多久、几分钟、多少度 say what kind of answer is wanted, not what a passage must contain
+            if token not in MEASURED:
+                continue  # 多久、几分钟、多少度 say what kind of answer is wanted, not what a passage must contain
         if token in INSTANCE_MARKERS and _class_follows(ask, tokens, index, lex):
             offered = ask.terms[-1].text  # "布洛芬这类NSAIDs": a text naming either one is about what is asked
             continue

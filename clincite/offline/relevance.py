@@ -27,7 +27,7 @@ from typing import Protocol
 
 from clincite.core.shapes import Hit
 from clincite.offline.lexicon import Lexicon, get_lexicon
-from clincite.offline.questions import NAMING_RARITY, Ask, Term, compound
+from clincite.offline.questions import MEASURED, NAMING_RARITY, Ask, Term, compound
 from clincite.text.script import fold
 from clincite.text.tokenizer import get_tokenizer
 from clincite.text.units import Unit, is_reference, sentences, split_units
@@ -208,6 +208,8 @@ class Weighted:
     common: bool = False  # in TOPIC_SHARE of the KB's passages or more: what the library is about
     scarce: bool = False  # named, but in under SCARCE_SHARE of the KB's passages
     alternatives: list[Weighted] = field(default_factory=list)  # "A或B": the other, which a passage may name instead
+    # the question's longer names this word is part of (浓度 of 低浓度阿托品): inside them it is not named on its own
+    inside: list[str] = field(default_factory=list)
 
 
 def judge(
@@ -442,6 +444,7 @@ def _weigh(terms: list[Term], stats: TermStats) -> list[Weighted]:
             elif w.unseen:
                 w.weight = min(w.weight, UNSEEN_CAP * heaviest_known)
     _cap_wording(weighted, tokenizer)
+    _mark_inside(weighted)
     _link_alternatives(weighted)
     _form_or_treatment(weighted)
     heaviest = max((w.weight for w in weighted), default=0.0)
@@ -449,6 +452,22 @@ def _weigh(terms: list[Term], stats: TermStats) -> list[Weighted]:
         if w.term.quoted:  # the asker quotes the text: its word weighs as much as any
             w.weight = heaviest
     return weighted
+
+
+def _mark_inside(weighted: list[Weighted]) -> None:
+    """ "低浓度阿托品…该用哪个浓度？", "阿托品一般点哪个浓度？": the measure asked (浓度) is written inside a name of
+    what the question asks of (the question's own, or a domain term naming it: 低浓度阿托品 of 阿托品); a text naming
+    only 低浓度阿托品 has not said anything of its 浓度."""
+    entities = get_lexicon().entities
+    for w in weighted:
+        if w.term.text not in MEASURED:  # 假性 of "假性跟真性" is the asker's short name of 假性近视: no mask
+            continue
+        text = w.term.text.lower()
+        names = {v for other in weighted if other is not w for v in other.term.variants if text in v and v != text}
+        for other in weighted:
+            if other is not w and other.term.entity:
+                names |= {e for e in entities if text in e and e != text and any(v in e for v in other.term.variants)}
+        w.inside = sorted(names, key=len, reverse=True)
 
 
 def _link_alternatives(weighted: list[Weighted]) -> None:
@@ -555,6 +574,8 @@ def _max_idf(stats: TermStats) -> float:
 
 def match(weighted: Weighted, text: str) -> float:
     """1 when the term or a synonym occurs in the (lower-cased) text, PARTIAL_MATCH for one of its sub-words."""
+    for name in weighted.inside:
+        text = text.replace(name, " ")
     if any(_occurs(variant, text) for variant in weighted.term.variants):
         return 1.0
     if any(part in text for part in weighted.tokens):
@@ -1140,7 +1161,7 @@ def _number_of_kind(ask: Ask, text: str, lex: Lexicon) -> bool:
     # a price
     every = ask.quantity in EVERY_KINDS
     return any(
-        re.search(rf"(?:\d|[一二三四五六七八九十两半几数]){_NUMBER_GAP}{re.escape(unit)}", text)
+        re.search(rf"(?:\d|[一二三四五六七八九十两半几数]){_NUMBER_GAP}{re.escape(unit)}(?!龄)", text)  # 6月龄: an age
         or (every and re.search(rf"每{re.escape(unit)}[^，。；,;]{{0,6}}?[\d一二三四五六七八九十两半]", text))
         for unit in units
     )
