@@ -9,7 +9,8 @@ one plain-text file per article, a lead paragraph and no headings), and the ways
 - "另外问下，…" with a subject of its own (教室采光) asks a new question, medical word or not;
 - "近视率有多高" asks a rate;
 - a plain text's short first line (an article's heading) heads the text: it is never quoted as the answer;
-- "该用哪个浓度" asks a concentration (a figure in %), and 浓度 written inside 低浓度阿托品 is not it.
+- "该用哪个浓度" asks a concentration (a figure in %), and 浓度 written inside 低浓度阿托品 is not it;
+- a TL;DR never ends in a lead-in ("…的传闻。例如："): it takes the lines the lead-in leads into.
 
 Every document here is demo material written for these tests (标注"演示"); it is not clinical guidance.
 """
@@ -156,3 +157,20 @@ async def test_the_measure_asked_is_not_found_inside_the_drugs_name(tmp_path):
     result = await service.ask("低浓度阿托品到底是0.01%还是0.05%的？该用哪个浓度？")
     assert "未找到" in tldr(result.answer), result.answer[:400]
     assert analyse("孕妇接种流感疫苗，哪个孕周打最合适？").quantity == "时间"
+
+
+RUMOUR_NEWS = """近视度数能降下来吗（演示）
+本文为演示材料，用于软件测试，不作为临床依据。
+
+网上常有近视度数降低甚至痊愈的传闻。例如：
+有人近视500度，常年在户外工作，几年后说不用戴眼镜了。
+有人当了护林员，说视力越来越好。
+
+专家解释，真性近视是眼轴变长造成的，眼轴不能缩短，所以度数不会真正降低；所谓“降低”多是假性近视的成分消失，或者老花抵消了一部分近视。
+"""
+
+
+async def test_a_lead_in_is_never_the_tldr_without_what_it_leads_into(tmp_path):
+    service = library(tmp_path, {"近视度数能降下来吗（演示）.txt": RUMOUR_NEWS})
+    lead = tldr((await service.ask("网上说近视度数能降低，现实里“度数降低”一般是怎么回事？")).answer)
+    assert not lead.removesuffix("【1】").endswith("：") and "有人近视500度" in lead, lead

@@ -26,6 +26,7 @@ SHORT_LEAD_CHARS = 30  # a lead sentence this short is a topic sentence: its par
 LABELLED_ITEMS = 3  # a list of this many items or more, each a short sentence (a step) and its explanation …
 LABEL_SENTENCE_CHARS = 16  # … that short, is summed up in the TL;DR by those sentences
 SUMMARY_CHARS = 200  # an extract longer than this is summed up in 完整结论 by its key unit
+LEAD_IN_TAIL_CHARS = 300  # a lead ending in "例如：" takes the lines after it in the extract when they are this short
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述")
 GENERAL = ("", "综合", "原问题")
 _DIGIT = re.compile(r"\d")
@@ -114,8 +115,23 @@ def _tldr(items: list[Item]) -> str:
 def _lead(item: Item) -> str:
     """The offline judge's answering unit (its whole extract when that is the unit); else the key unit."""
     if item.extract.basis is not None:
-        return _with_next_sentence(item.basis.lead or item.extract.text, item.extract.text)
+        lead = _with_next_sentence(item.basis.lead or item.extract.text, item.extract.text)
+        return _with_what_it_leads_into(lead, item.extract.text)
     return key_unit(item.extract.text, item.analysis.sub_query.text)
+
+
+def _with_what_it_leads_into(lead: str, text: str) -> str:
+    """A lead ending in a lead-in ("…的传闻。例如：") says nothing yet: it takes the lines it leads into where the
+    extract has them (up to LEAD_IN_TAIL_CHARS), else stops before the lead-in. Verbatim, a slice of `text`."""
+    start = text.find(lead)
+    if start < 0 or not lead.rstrip().endswith(("：", ":")):
+        return lead
+    end = start + len(lead)
+    tail = text[end:].rstrip()
+    if tail.strip() and len(tail) <= LEAD_IN_TAIL_CHARS:
+        return text[start : end + len(tail)]
+    spans = sentences(lead)
+    return lead[: spans[-2][1]] if len(spans) >= 2 else lead
 
 
 def _items_by_label(text: str) -> str:
