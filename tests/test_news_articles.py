@@ -10,7 +10,8 @@ one plain-text file per article, a lead paragraph and no headings), and the ways
 - "近视率有多高" asks a rate;
 - a plain text's short first line (an article's heading) heads the text: it is never quoted as the answer;
 - "该用哪个浓度" asks a concentration (a figure in %), and 浓度 written inside 低浓度阿托品 is not it;
-- a TL;DR never ends in a lead-in ("…的传闻。例如："): it takes the lines the lead-in leads into.
+- a TL;DR never ends in a lead-in ("…的传闻。例如："): it takes the lines the lead-in leads into;
+- a drug class asked of (散瞳药) is named by a text naming its members (阿托品眼膏、托吡卡胺).
 
 Every document here is demo material written for these tests (标注"演示"); it is not clinical guidance.
 """
@@ -174,3 +175,16 @@ async def test_a_lead_in_is_never_the_tldr_without_what_it_leads_into(tmp_path):
     service = library(tmp_path, {"近视度数能降下来吗（演示）.txt": RUMOUR_NEWS})
     lead = tldr((await service.ask("网上说近视度数能降低，现实里“度数降低”一般是怎么回事？")).answer)
     assert not lead.removesuffix("【1】").endswith("：") and "有人近视500度" in lead, lead
+
+
+CYCLOPLEGICS = """散瞳验光用药（演示）
+本文为演示材料，用于软件测试，不作为临床依据。
+
+1%阿托品眼膏作用最强、持续时间长，适用于6岁以下儿童。复方托吡卡胺滴眼液作用最弱、恢复最快，适用于12岁以上人群。
+"""
+
+
+async def test_a_drug_class_asked_of_is_named_by_its_members(tmp_path):
+    service = library(tmp_path, {**NEWS, "散瞳验光用药（演示）.txt": CYCLOPLEGICS})
+    result = await service.ask("医生说散瞳药有好几种，阿托品眼膏和托吡卡胺分别适合多大的孩子用？")
+    assert "未找到" not in tldr(result.answer) and "适用于" in tldr(result.answer), result.answer[:400]

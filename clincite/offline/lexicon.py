@@ -42,6 +42,7 @@ class Lexicon:
     entities: set[str] = field(default_factory=set)  # domain terms: synonym groups and the user dictionary
     synonym_groups: list[list[str]] = field(default_factory=list)
     kinds: dict[str, list[str]] = field(default_factory=dict)  # member → its class's names (吗啡 → 阿片类药物 …)
+    members: dict[str, list[str]] = field(default_factory=dict)  # a class name → its members (散瞳药 → 托吡卡胺 …)
     _cues_by_length: list[str] = field(default_factory=list)
     _by_head: dict[str, list[str]] = field(default_factory=dict)
 
@@ -200,7 +201,16 @@ def load_lexicon(lexicon_dir: Path = LEXICON_DIR) -> Lexicon:
         synonym_groups=tokenizer.synonyms,
     )
     lexicon.kinds = _load_kinds(lexicon_dir / "kinds.json", lexicon)
+    lexicon.members = _members(lexicon.kinds)
     return lexicon
+
+
+def _members(kinds: dict[str, list[str]]) -> dict[str, list[str]]:
+    members: dict[str, list[str]] = {}
+    for member, names in kinds.items():
+        for name in names:
+            members.setdefault(name, []).append(member)
+    return members
 
 
 def _load_kinds(path: Path, lexicon: Lexicon) -> dict[str, list[str]]:

@@ -578,9 +578,17 @@ def match(weighted: Weighted, text: str) -> float:
         text = text.replace(name, " ")
     if any(_occurs(variant, text) for variant in weighted.term.variants):
         return 1.0
+    if _member_named(weighted, text):
+        return 1.0
     if any(part in text for part in weighted.tokens):
         return PARTIAL_MATCH
     return 0.0
+
+
+def _member_named(weighted: Weighted, text: str) -> bool:
+    """A drug class asked of (散瞳药、阿片类药物) is named by a text naming one of its members (托吡卡胺、吗啡)."""
+    members = get_lexicon().members
+    return any(_occurs(m, text) for v in weighted.term.variants for m in members.get(v, ()))
 
 
 def _occurs(term: str, text: str) -> bool:
