@@ -11,7 +11,8 @@ one plain-text file per article, a lead paragraph and no headings), and the ways
 - a plain text's short first line (an article's heading) heads the text: it is never quoted as the answer;
 - "该用哪个浓度" asks a concentration (a figure in %), and 浓度 written inside 低浓度阿托品 is not it;
 - a TL;DR never ends in a lead-in ("…的传闻。例如："): it takes the lines the lead-in leads into;
-- a drug class asked of (散瞳药) is named by a text naming its members (阿托品眼膏、托吡卡胺).
+- a drug class asked of (散瞳药) is named by a text naming its members (阿托品眼膏、托吡卡胺);
+- the asker's 马上 is the text's 立即.
 
 Every document here is demo material written for these tests (标注"演示"); it is not clinical guidance.
 """
@@ -188,3 +189,17 @@ async def test_a_drug_class_asked_of_is_named_by_its_members(tmp_path):
     service = library(tmp_path, {**NEWS, "散瞳验光用药（演示）.txt": CYCLOPLEGICS})
     result = await service.ask("医生说散瞳药有好几种，阿托品眼膏和托吡卡胺分别适合多大的孩子用？")
     assert "未找到" not in tldr(result.answer) and "适用于" in tldr(result.answer), result.answer[:400]
+
+
+HIGH_MYOPIA = """高度近视随访（演示）
+本文为演示材料，用于软件测试，不作为临床依据。
+
+高度近视者应每年检查眼底。病理性近视期如视力稳定可定期随访；如突然出现视力下降、视物变形、眼前黑影增多或持续闪光感，应立即就医。
+"""
+
+
+async def test_the_askers_right_away_is_the_texts_immediately(tmp_path):
+    """马上 (the asker's word) and 立即 (the text's) say the same: the one word of the question a text did not have."""
+    service = library(tmp_path, {**NEWS, "高度近视随访（演示）.txt": HIGH_MYOPIA})
+    result = await service.ask("病理性近视的人，出现哪些情况要马上去医院？")
+    assert "视物变形" in tldr(result.answer), result.answer[:400]
