@@ -12,7 +12,8 @@ one plain-text file per article, a lead paragraph and no headings), and the ways
 - "该用哪个浓度" asks a concentration (a figure in %), and 浓度 written inside 低浓度阿托品 is not it;
 - a TL;DR never ends in a lead-in ("…的传闻。例如："): it takes the lines the lead-in leads into;
 - a drug class asked of (散瞳药) is named by a text naming its members (阿托品眼膏、托吡卡胺);
-- the asker's 马上 is the text's 立即.
+- the asker's 马上 is the text's 立即;
+- "哪个孕周" asks a week of pregnancy: 长期 (of 长期护理机构) does not answer it.
 
 Every document here is demo material written for these tests (标注"演示"); it is not clinical guidance.
 """
@@ -158,7 +159,6 @@ async def test_the_measure_asked_is_not_found_inside_the_drugs_name(tmp_path):
     service = library(tmp_path / "other", {"低浓度阿托品（演示）.md": ATROPINE_NOTES.split("## 常用浓度")[0]})
     result = await service.ask("低浓度阿托品到底是0.01%还是0.05%的？该用哪个浓度？")
     assert "未找到" in tldr(result.answer), result.answer[:400]
-    assert analyse("孕妇接种流感疫苗，哪个孕周打最合适？").quantity == "时间"
 
 
 RUMOUR_NEWS = """近视度数能降下来吗（演示）
@@ -203,3 +203,18 @@ async def test_the_askers_right_away_is_the_texts_immediately(tmp_path):
     service = library(tmp_path, {**NEWS, "高度近视随访（演示）.txt": HIGH_MYOPIA})
     result = await service.ask("病理性近视的人，出现哪些情况要马上去医院？")
     assert "视物变形" in tldr(result.answer), result.answer[:400]
+
+
+FLU_VACCINE = """流感疫苗接种（演示）
+本文为演示材料，用于软件测试，不作为临床依据。
+
+接种流感疫苗是预防流感最有效的手段。优先推荐以下人群接种：60岁及以上的老年人；养老机构、长期护理机构等人群聚集场所的人员；孕妇；6～59月龄儿童。
+"""
+
+
+async def test_a_week_of_pregnancy_is_asked_in_weeks(tmp_path):
+    """ "哪个孕周" asks a point in pregnancy: 长期 (of 长期护理机构) and 6～59月龄 do not answer it."""
+    assert analyse("孕妇接种流感疫苗，哪个孕周打最合适？").quantity == "孕周"
+    service = library(tmp_path, {**NEWS, "流感疫苗接种（演示）.txt": FLU_VACCINE})
+    result = await service.ask("孕妇接种流感疫苗，哪个孕周打最合适？")
+    assert "未找到" in tldr(result.answer), result.answer[:400]
