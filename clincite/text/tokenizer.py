@@ -188,7 +188,7 @@ class Tokenizer:
         return fold(word) in self.medical_vocabulary
 
     def is_time_word(self, word: str) -> bool:
-        """jieba's part of speech says the word places in time (将来、以后、平时: t), which a text says its own way."""
+        """jieba's part of speech says the word places in time (将来、平时、当天: t), which a text says its own way."""
         flags = self._flags(word)
         return bool(flags) and all(flag.startswith("t") for flag in flags)
 
