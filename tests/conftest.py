@@ -509,6 +509,28 @@ def give_feedback(page, answer, thumbs_up: bool, comment: str) -> None:
     page.locator("#submit-feedback").click()
 
 
+def click_action(page, button) -> None:
+    """A message's action button (重新回答) clicked as a clinician does: again if the click was lost.
+
+    The app removes the button as the first thing it does with the click. On a busy machine React can re-render the
+    message between Playwright's mouse-down and mouse-up and the click reaches nothing (seen once in CI), so click
+    until the button is gone, never twice once it went.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import expect
+
+    deadline = time.time() + 60
+    while True:
+        try:
+            if button.count():
+                button.click(timeout=10_000)
+            expect(button).to_have_count(0, timeout=15_000)
+            return
+        except (AssertionError, PlaywrightTimeout):
+            if time.time() > deadline:
+                raise
+
+
 # --- a clinician over HTTP and Socket.IO, as the browser speaks to the app ------------------------------------------
 
 

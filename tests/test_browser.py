@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CHROMIUM, CHROMIUM_ARGS, ROOT, give_feedback, send_question
+from conftest import CHROMIUM, CHROMIUM_ARGS, ROOT, click_action, give_feedback, kept_on_failure, send_question
 
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 STARTER_LABEL = "低浓度阿托品"
@@ -193,9 +193,9 @@ def test_a_simple_question_takes_the_fast_path_and_the_same_question_again_comes
     expect(reanswer).to_have_count(1)
     shot(page, "11-similar-question-from-the-cache")
 
-    reanswer.click()
-    expect(answers).to_have_count(3, timeout=120_000)
+    with kept_on_failure(page, "12-answered-anew-failed", running_app.log_file):
+        click_action(page, reanswer)
+        expect(answers).to_have_count(3, timeout=120_000)
     expect(answers.nth(2)).not_to_contain_text("· 缓存")
     shot(page, "12-answered-anew")
-    expect(reanswer).to_have_count(0)
     context.close()
