@@ -65,6 +65,25 @@ EITHER_JOINERS = ("或", "或者")  # … of which either one is asked about ("�
 TOGETHER_SHARE = 0.3  # a new subject this often written with the last one goes on in its setting
 NAMING_RARITY = 11.0  # general-Chinese rarity (Tokenizer.general_rarity) from which a word names a subject itself
 SHORT_FOLLOW_UP = 12  # characters: a question this short without a subject of its own continues the last one
+# a question opening with one of these has no subject of its own written ("会影响视力吗？", "要不要做手术？")
+MODAL_OPENINGS = {
+    "会",
+    "会否",
+    "能",
+    "能否",
+    "可以",
+    "可否",
+    "要",
+    "要否",
+    "需要",
+    "应该",
+    "该",
+    "是否",
+    "有否",
+    "还能",
+    "还会",
+    "还要",
+}
 _PUNCT = re.compile(r"^[\W_]+$")
 # 哪几天: which days, a number too; 哪几个时期 asks which ones (a list), not how many
 _ASKS_NUMBER = re.compile(r"^(?:哪?(?:多少|多久|多长|几[次天日周月年岁级针点度])|几个)")
@@ -297,7 +316,7 @@ def analyse(
     if _short(text) and question.strip().rstrip(TRAILING).endswith("呢"):
         # 双眼的呢？ — the last question, narrowed; HAL的呢？ — the last question, of a subject it names
         marker = marker or ("switch" if named and own_subject else "refer")
-    if marker == "refer" or (not own_subject and (marker or ask.aspects or _short(text))):
+    if marker == "refer" or _subject_dropped(text) or (not own_subject and (marker or ask.aspects or _short(text))):
         before = analyse(previous[-1], previous[:-1], lex)
         _inherit_subject(ask, before, text, lex)
     elif marker == "switch" and own_subject and not ask.aspects and _asks_as_before(question, text, lex):
@@ -472,6 +491,13 @@ def _contrasts(inherited: str, own: str) -> bool:
     return inherited != own and len(inherited) == len(own) and inherited[-1] == own[-1] and not own.isascii()
 
 
+def _subject_dropped(text: str) -> bool:
+    """A short question that opens with its verb ("会影响视力吗？", "能用热敷吗？"): Chinese drops the subject the
+    chat is about, and 视力 or 热敷 is what is asked of it."""
+    words = _words(text)
+    return _short(text) and bool(words) and words[0] in MODAL_OPENINGS
+
+
 def _short(text: str) -> bool:
     return len(text) <= SHORT_FOLLOW_UP
 
@@ -613,6 +639,11 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
     if ask.joined and len(ask.subjects) < 2:
         ask.joined = ask.choice = False
     ask.compared = _compared(ask, joins) if ask.joined else []
+    if ask.choice and len(joins) == 1 and (who := _choice_of_who(ask.terms, joins[0], lex)):
+        # "是男的多还是女的多": which people get it, asked of the subject; a text naming either of them answers
+        who[1].either = who[0].text
+        ask.joined = ask.choice = False
+        ask.compared = []
     subjects = {t.text for t in ask.subjects}
     offers = [(t.either, t.text) for t in ask.terms if t.either]
     if offers and not any(a in subjects and b in subjects for a, b in offers):
@@ -620,6 +651,22 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
     if ask.choice and not ask.aspects:  # "散瞳验光用环喷托酯还是阿托品？" asks when each is the one to use
         _add_cue(ask, "比较", lex)
     return marker
+
+
+def _choice_of_who(terms: list[Term], join: int, lex: Lexicon) -> tuple[Term, Term] | None:
+    """ "A还是B" between two kinds of people (男的多还是女的多, 大人还是小孩): who has it is asked of the subject, not
+    two subjects compared. The two, nearest the joiner with at most one-character words (多) between; else None."""
+
+    def nearest(indexes) -> Term | None:
+        for index in indexes:
+            if terms[index].text in lex.populations:
+                return terms[index]
+            if len(terms[index].text) > 1:
+                return None
+        return None
+
+    left, right = nearest(range(join, -1, -1)), nearest(range(join + 1, len(terms)))
+    return (left, right) if left and right else None
 
 
 def _compared(ask: Ask, joins: list[int]) -> list[list[Term]]:

@@ -809,7 +809,12 @@ def _named_subjects(ask: Ask, part: Part, terms: list[Weighted]) -> list[Weighte
     elif not ask.names_domain_term:
         return []  # no domain term: the longest of the asker's words (一岁、急诊) is a guess, not the subject
     else:  # the subject with the words written onto it: 斜视手术 is not answered by a passage on 斜视 alone
-        names = {t.text for t in compound(ask, ask.subject) if _narrows(t)}
+        # not the scene nor the asker's own figure written onto it ("右眼眼压19"): they say whose, not which
+        names = {
+            t.text
+            for t in compound(ask, ask.subject)
+            if _narrows(t) and not t.scene and not _askers_figure(ask, t.text)
+        }
         names |= {ask.subject} if any(t.text == ask.subject and t.entity for t in ask.terms) else set()
     return [w for w in terms if w.term.text in names]
 

@@ -1,0 +1,80 @@
+"""Texts of Chinese medicine and of a clinic's check-ups (found on the stop-38 and stop-41 blind libraries: a
+中医眼科 textbook and the classical 《审视瑶函》), and the ways a patient asks of them:
+
+- a disease has its 中医 name in the text (偷针、天行赤眼) and its modern or everyday one in the question
+  (针眼、红眼病): the lexicon knows the textbook correspondences;
+- the asker's own reading written onto the subject ("右眼眼压19") says whose, not which: a text on 眼压 answers;
+- "会不会" asked inside a clause ("一天里会不会…") is not glued to the word before it;
+- "会影响视力吗？" in a chat opens with its verb: its subject is the chat's (红眼病), and 视力 is what is asked of it;
+- "男的多还是女的多" asks who gets it, not a comparison of 男 and 女: 男性、女性、妇女 answer it.
+
+Every document here is demo material written for these tests (标注"演示"); it is not clinical guidance.
+"""
+
+from __future__ import annotations
+
+from test_other_styles import library, tldr
+
+from clincite.core.shapes import ChatTurn
+
+TCM_NOTES = """# 中医眼科常见病证（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+## 偷针
+
+又名土疳。胞睑边缘生小疖，红肿疼痛，形如麦粒。多因脾胃积热，或外感风热，客于胞睑所致。轻者可自行消散，重者溃破排脓。
+
+## 天行赤眼
+
+白睛突然红赤，眵多流泪，传染性强，常在学校、家庭中流行。一般不侵犯黑睛，对视力影响较小。患者用过的毛巾、脸盆应消毒。
+
+## 绿风内障
+
+发病急骤，头眼剧痛，视力骤降，瞳神散大，眼珠胀硬如石。本病女性多见，常在情绪激动或暗处久留后发作。
+"""
+
+PTERYGIUM_NOTES = """# 翼状胬肉（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+翼状胬肉多见于户外工作者，病变进展缓慢。胬肉长入角膜、遮挡瞳孔时会影响视力，宜手术切除。
+"""
+
+CHECKUP_NOTES = """# 眼压检查（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+## 指测法
+
+嘱被检者双眼向下注视，检查者以两手食指尖交替轻压上睑，估计眼球的软硬。
+
+## 眼压计测量
+
+测量前滴表面麻醉药，被检者平卧，双眼向上注视，将眼压计轻放于角膜中央读数。我国人正常眼压为10～21毫米汞柱。正常人24小时内眼压有波动，波动幅度一般不超过8毫米汞柱，双眼眼压差一般不超过5毫米汞柱。
+"""
+
+
+async def test_a_disease_asked_by_its_modern_name_is_found_under_its_chinese_medicine_name(tmp_path):
+    service = library(tmp_path, {"中医眼科常见病证（演示）.md": TCM_NOTES, "翼状胬肉（演示）.md": PTERYGIUM_NOTES})
+    result = await service.ask("眼皮上长了个针眼，是怎么引起的？")
+    assert "脾胃积热" in tldr(result.answer), result.answer[:400]
+    first = "孩子学校好多人得了红眼病，平时要注意些什么？"
+    history = [ChatTurn(role="user", content=first), ChatTurn(role="assistant", content="……")]
+    result = await service.ask("会影响视力吗？", history)
+    assert "对视力影响较小" in tldr(result.answer), result.answer[:400]
+
+
+async def test_men_or_women_is_answered_by_the_texts_words_for_them(tmp_path):
+    service = library(tmp_path, {"中医眼科常见病证（演示）.md": TCM_NOTES})
+    result = await service.ask("绿风内障是男的多还是女的多？")
+    assert "女性多见" in tldr(result.answer), result.answer[:400]
+
+
+async def test_the_askers_own_reading_does_not_narrow_the_subject(tmp_path):
+    service = library(tmp_path, {"眼压检查（演示）.md": CHECKUP_NOTES})
+    question = "上周体检，护士说我右眼眼压19，左眼20，让我别紧张。我们中国人的眼压多少算正常？一天里会不会上下变？"
+    result = await service.ask(question)
+    lead = tldr(result.answer)
+    assert "10～21毫米汞柱" in lead and "一般不超过8毫米汞柱" in result.answer, result.answer[:600]
+    assert "会否" not in result.answer, result.answer[:600]  # not a part labelled "里会否"
