@@ -6,6 +6,8 @@
 - the asker's own reading written onto the subject ("右眼眼压19") says whose, not which: a text on 眼压 answers;
 - "会不会" asked inside a clause ("一天里会不会…") is not glued to the word before it;
 - "会影响视力吗？" in a chat opens with its verb: its subject is the chat's (红眼病), and 视力 is what is asked of it;
+- a grade a clinician's notes write in English (Mild / Moderate / Severe) is the asker's 轻度、中度、重度, and the
+  device they name in English (punctal plug) the asker's 泪点塞;
 - "男的多还是女的多" asks who gets it, not a comparison of 男 and 女: 男性、女性、妇女 answer it.
 
 Every document here is demo material written for these tests (标注"演示"); it is not clinical guidance.
@@ -16,6 +18,7 @@ from __future__ import annotations
 from test_other_styles import library, tldr
 
 from clincite.core.shapes import ChatTurn
+from clincite.offline.questions import analyse
 
 TCM_NOTES = """# 中医眼科常见病证（演示）
 
@@ -78,3 +81,28 @@ async def test_the_askers_own_reading_does_not_narrow_the_subject(tmp_path):
     lead = tldr(result.answer)
     assert "10～21毫米汞柱" in lead and "一般不超过8毫米汞柱" in result.answer, result.answer[:600]
     assert "会否" not in result.answer, result.answer[:600]  # not a part labelled "里会否"
+
+
+DRY_EYE_NOTES = """# 乾眼症筆記（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+## 治療：根據嚴重程度
+
+### Mild：保濕、多眨眼、人工淚液
+
+### Moderate：不含防腐劑的人工淚液、topical cyclosporine-A、punctal plug（塞住淚小管）
+
+### Severe：自體血清眼藥水、繃帶隱眼(bandage contact lens)
+"""
+
+
+async def test_a_grade_written_in_english_is_the_askers_grade(tmp_path):
+    service = library(tmp_path, {"乾眼症筆記（演示）.md": DRY_EYE_NOTES})
+    result = await service.ask("中度的干眼，人工泪液之外还能用哪些办法？听说有种泪点塞子？")
+    assert "punctal plug" in tldr(result.answer), result.answer[:400]
+
+
+def test_how_many_millimetres_asks_a_length():
+    assert analyse("提上睑肌肌力正常应该有几毫米？").quantity == "长度"
+    assert analyse("一次吃几毫克？").quantity == "剂量"
