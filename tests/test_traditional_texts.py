@@ -8,6 +8,7 @@
 - "会影响视力吗？" in a chat opens with its verb: its subject is the chat's (红眼病), and 视力 is what is asked of it;
 - a grade a clinician's notes write in English (Mild / Moderate / Severe) is the asker's 轻度、中度、重度, and the
   device they name in English (punctal plug) the asker's 泪点塞;
+- "能延缓多少" asks the effect; a sentence that says it speaks of the subject its paragraph named before it;
 - "男的多还是女的多" asks who gets it, not a comparison of 男 and 女: 男性、女性、妇女 answer it.
 
 Every document here is demo material written for these tests (标注"演示"); it is not clinical guidance.
@@ -106,3 +107,26 @@ async def test_a_grade_written_in_english_is_the_askers_grade(tmp_path):
 def test_how_many_millimetres_asks_a_length():
     assert analyse("提上睑肌肌力正常应该有几毫米？").quantity == "长度"
     assert analyse("一次吃几毫克？").quantity == "剂量"
+
+
+MYOPIA_OPTIONS = """# 近视管理选项（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+## 可选的方法
+
+如果孩子近视加深较快，医生可能会讨论近视管理。
+
+**低浓度阿托品滴眼液**——常用浓度为0.01%～0.05%，每晚睡前滴一次。多项研究显示可减缓近视进展约30%～60%。
+
+**角膜塑形镜**——夜间佩戴的硬性接触镜，早上取下。研究显示可以显著减缓近视进展，效果较好。
+"""
+
+
+async def test_a_sentence_saying_what_is_asked_speaks_of_the_subject_its_paragraph_named(tmp_path):
+    """Every word of "低浓度阿托品能延缓多少近视进展" is a subject, and 延缓 asks the effect: the sentence of the
+    drug's paragraph that gives it answers — not the one naming the drug with another figure (its concentration), nor
+    the next paragraph's, on another option, that says more words about 效果."""
+    service = library(tmp_path, {"近视管理选项（演示）.md": MYOPIA_OPTIONS})
+    result = await service.ask("低浓度阿托品大概能延缓多少近视进展？")
+    assert "30%～60%" in tldr(result.answer), result.answer[:400]

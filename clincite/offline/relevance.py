@@ -1074,7 +1074,14 @@ def _says_the_rest(ask: Ask, part: Part, terms: list[Weighted], text: str) -> bo
     限制"): what is asked of the subject, if not the subject itself."""
     subjects = part.subjects or ask.subjects
     rest = [w for w in terms if w.term not in subjects and not w.term.context]
-    return bool(rest) and all(match(w, text) == 1.0 for w in rest)
+    if rest:
+        return all(match(w, text) == 1.0 for w in rest)
+    # every word asked is a subject ("低浓度阿托品能延缓多少近视进展"): the unit names one of them and says what is
+    # asked of them, the aspect or the number
+    names_one = any(match(w, text) == 1.0 for w in terms if w.term in subjects)
+    says_aspect = bool(set(part.aspects) & get_lexicon().passage_aspects(text))
+    says = says_aspect or bool(ask.wants_number and _DIGIT.search(text))
+    return names_one and says
 
 
 def _subjects_named_before(
