@@ -130,3 +130,8 @@ async def test_a_sentence_saying_what_is_asked_speaks_of_the_subject_its_paragra
     service = library(tmp_path, {"近视管理选项（演示）.md": MYOPIA_OPTIONS})
     result = await service.ask("低浓度阿托品大概能延缓多少近视进展？")
     assert "30%～60%" in tldr(result.answer), result.answer[:400]
+
+
+def test_another_question_announced_in_passing_is_not_searched_for_its_announcement():
+    """ "另外想顺便问一下，…" only announces the question: 顺便 is no word to search."""
+    assert "顺便" not in [t.text for t in analyse("另外想顺便问一下，胬肉要做手术吗？").terms]
