@@ -135,3 +135,26 @@ async def test_a_sentence_saying_what_is_asked_speaks_of_the_subject_its_paragra
 def test_another_question_announced_in_passing_is_not_searched_for_its_announcement():
     """ "另外想顺便问一下，…" only announces the question: 顺便 is no word to search."""
     assert "顺便" not in [t.text for t in analyse("另外想顺便问一下，胬肉要做手术吗？").terms]
+
+
+SPECTACLES = """# 离焦框架眼镜（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+## 佩戴要求与适用人群
+
+### 佩戴时间
+
+离焦框架眼镜需要全天足时佩戴才能发挥效果，一般建议每天佩戴不少于12小时，看远看近均不摘镜。
+
+### 适用人群
+
+离焦框架眼镜适用于大多数需要近视防控的学龄儿童和青少年，尤其适合不愿意佩戴角膜接触镜的儿童。
+"""
+
+
+async def test_the_section_labelled_with_the_aspect_answers_before_its_sibling(tmp_path):
+    """Both sections sit under "佩戴要求与适用人群": the one labelled 适用人群 itself answers "适合哪些孩子"."""
+    service = library(tmp_path, {"离焦框架眼镜（演示）.md": SPECTACLES})
+    result = await service.ask("离焦框架眼镜适合哪些孩子？")
+    assert tldr(result.answer).startswith("离焦框架眼镜适用于大多数"), result.answer[:400]

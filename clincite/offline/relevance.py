@@ -62,6 +62,7 @@ OPENING_SENTENCES = (
 OPENING_CHARS = 200  # … up to this many characters
 CONTEXT_WEIGHT = 0.5  # the previous subject a question carries along without naming it, against its own words
 TITLED_BONUS = 0.1  # a unit under a heading that is the very word the question asks about
+OWN_SECTION_BONUS = 0.05  # a unit whose own section's label names the aspect asked wins a tie with its siblings'
 CUE_TIE_STEP = 0.005  # each further word of the unit saying the aspect asked (up to EXTRA_CUES): a tie-break
 EXTRA_CUES = 2
 OWN_CUE_BONUS = 0.03  # a unit naming the aspect in the asker's own word, over one naming it otherwise
@@ -965,6 +966,8 @@ def _unit_score(
             score += OWN_CUE_BONUS
     elif over:
         score += 0.15
+    if own_heading & set(part.aspects):
+        score += OWN_SECTION_BONUS  # under "### 适用人群" itself, not only under "## 佩戴要求与适用人群 > 佩戴时间"
     if path and _titled_by_term(path[-1], terms):
         score += TITLED_BONUS  # under "#### 材料", what "哪种材料…" asks about is the section's very subject
     if ask.wants_number and _DIGIT.search(text):
