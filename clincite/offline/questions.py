@@ -65,7 +65,8 @@ EITHER_JOINERS = ("或", "或者")  # … of which either one is asked about ("�
 TOGETHER_SHARE = 0.3  # a new subject this often written with the last one goes on in its setting
 NAMING_RARITY = 11.0  # general-Chinese rarity (Tokenizer.general_rarity) from which a word names a subject itself
 SHORT_FOLLOW_UP = 12  # characters: a question this short without a subject of its own continues the last one
-# a question opening with one of these has no subject of its own written ("会影响视力吗？", "要不要做手术？")
+# a short question opening with one of these drops its subject, the chat's ("会影响视力吗？", "能用热敷吗？"): Chinese
+# leaves it out, and 视力 or 热敷 is what is asked of it
 MODAL_OPENINGS = {
     "会",
     "会否",
@@ -316,7 +317,8 @@ def analyse(
     if _short(text) and question.strip().rstrip(TRAILING).endswith("呢"):
         # 双眼的呢？ — the last question, narrowed; HAL的呢？ — the last question, of a subject it names
         marker = marker or ("switch" if named and own_subject else "refer")
-    if marker == "refer" or _subject_dropped(text) or (not own_subject and (marker or ask.aspects or _short(text))):
+    dropped = _short(text) and bool(tokens) and tokens[0] in MODAL_OPENINGS  # "会影响视力吗？": no subject written
+    if marker == "refer" or dropped or (not own_subject and (marker or ask.aspects or _short(text))):
         before = analyse(previous[-1], previous[:-1], lex)
         _inherit_subject(ask, before, text, lex)
     elif marker == "switch" and own_subject and not ask.aspects and _asks_as_before(question, text, lex):
@@ -489,13 +491,6 @@ def _nominal(term: Term) -> bool:
 
 def _contrasts(inherited: str, own: str) -> bool:
     return inherited != own and len(inherited) == len(own) and inherited[-1] == own[-1] and not own.isascii()
-
-
-def _subject_dropped(text: str) -> bool:
-    """A short question that opens with its verb ("会影响视力吗？", "能用热敷吗？"): Chinese drops the subject the
-    chat is about, and 视力 or 热敷 is what is asked of it."""
-    words = _words(text)
-    return _short(text) and bool(words) and words[0] in MODAL_OPENINGS
 
 
 def _short(text: str) -> bool:
