@@ -416,9 +416,18 @@ async def test_postgres_down_30_s_mid_load_loses_no_answer_and_no_rating(outage_
 # --- a decompression bomb: skipped within its budget; the run ends and releases the lock ------------------------
 def bomb_pdf(operations: int) -> bytes:
     """A 16 KB PDF whose one content stream inflates to megabytes of text operators: pdfminer works for minutes."""
+    return one_page_pdf(b"BT /F1 1 Tf " + b"(xxxxxxxx) Tj 0 1 Td " * operations + b"ET")
+
+
+def inflating_pdf(megabytes: int) -> bytes:
+    """A 100 KB PDF whose content stream inflates at once to `megabytes` of blanks: memory, at any CPU speed."""
+    return one_page_pdf(b"BT /F1 1 Tf (x) Tj ET " + b" " * (megabytes * 1024 * 1024))
+
+
+def one_page_pdf(content: bytes) -> bytes:
     import zlib
 
-    stream = zlib.compress(b"BT /F1 1 Tf " + b"(xxxxxxxx) Tj 0 1 Td " * operations + b"ET", 9)
+    stream = zlib.compress(content, 9)
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
@@ -469,6 +478,10 @@ def test_a_parser_that_never_ends_is_stopped_by_the_budget_and_the_lock_is_relea
     assert time.perf_counter() - started < 100
     again = ingest_process(docs, tmp_path / "kb", 120, ingest_file_timeout="3", ingest_lock_timeout="0")
     assert again.returncode == 0 and "unchanged  指南（测试）.md" in again.stdout  # the lock was released
+    # The memory budget, by a file that needs 128 MB at once: the text bomb above reaches 64 MB only as fast as the
+    # CPU lets pdfminer work (14 s here, past 120 s on a loaded CI runner, where the time budget then came first).
+    (docs / "bomb.pdf").write_bytes(inflating_pdf(128))
+    assert (docs / "bomb.pdf").stat().st_size < 200_000
     memory = ingest_process(docs, tmp_path / "kb2", 150, ingest_file_timeout="120", ingest_file_memory_mb="64")
     line = next(line for line in memory.stdout.splitlines() if "bomb.pdf" in line)
     assert line.startswith("skipped") and "64 MB" in line and "INGEST_FILE_MEMORY_MB" in line, line
