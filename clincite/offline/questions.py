@@ -98,6 +98,9 @@ NUMERALS = set("一二两三四五六七八九十")  # a numeral standing alone
 _QUOTED = re.compile(r"[“\"「『‘]([^”\"」』’]{1,20})[”\"」』’]")
 MAX_QUOTED_CHARS = 12  # a longer quote is a sentence the asker recalls, not a word to find
 _ASKS_GRADES = re.compile(r"^几[级期型]$")
+RESULT_COMPLEMENTS = set("通清见着动完掉住开出进到")  # 灌不通、冲不掉: what a verb did not achieve
+RESULTS = {"出来", "进去", "干净", "下来", "出去", "进来"}  # 冲不出来、洗不干净
+_CJK = re.compile(r"^[\u4e00-\u9fff]$")
 _LETTER_TAIL = re.compile(r"^[A-Z]\d?$")  # 维生素 + D, 维生素 + B12 is not one (B12 keeps its own token)
 
 
@@ -285,7 +288,7 @@ def analyse(
     text = _space_after_opener(_normalise_asking(text), lex)
     while text.endswith(PARTICLES) and len(text) > 1:  # 有用吗 → 有用: a particle glued to the last word
         text = text[:-1].rstrip(TRAILING)
-    tokens = _merge(_words(text), lex)
+    tokens = _merge(_potential_complements(_words(text)), lex)
     ask = Ask(question=question, resolved=text, same_message=same_message)
     marker = _classify(ask, tokens, lex, bool(previous))
     _reason_over_negation(ask, lex)
@@ -539,6 +542,32 @@ def _numbered_names(words: list[str]) -> list[str]:
             out[-1] += word
         else:
             out.append(word)
+    return out
+
+
+def _potential_complements(words: list[str]) -> list[str]:
+    """ "灌不通", "冲不出来": a one-character verb, 不 and its result, cut apart by jieba, say the result did not come
+    (V不C); a text says it of the result itself ("若无法灌通"): the verb with its result is the word to find."""
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        word, rest = words[i], words[i + 1 : i + 3]
+        verb = (
+            len(word) == 1
+            and _CJK.match(word)
+            and word not in NUMERALS
+            and word not in "不我你他她它"
+            and not get_tokenizer().is_noun(word)  # 眼不见: 眼 does not act
+        )
+        if verb and rest and len(rest[0]) == 2 and rest[0][0] == "不" and rest[0][1] in RESULT_COMPLEMENTS:
+            out.append(word + rest[0][1])
+            i += 2
+        elif verb and len(rest) == 2 and rest[0] == "不" and (rest[1] in RESULT_COMPLEMENTS or rest[1] in RESULTS):
+            out.append(word + rest[1])
+            i += 3
+        else:
+            out.append(word)
+            i += 1
     return out
 
 

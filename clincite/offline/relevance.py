@@ -30,7 +30,7 @@ from clincite.offline.lexicon import Lexicon, get_lexicon
 from clincite.offline.questions import MEASURED, NAMING_RARITY, Ask, Term, compound
 from clincite.text.script import fold
 from clincite.text.tokenizer import get_tokenizer
-from clincite.text.units import Unit, is_reference, sentences, split_units
+from clincite.text.units import Unit, is_reference, sentences, spaced_out, split_units
 
 COVERAGE_FLOOR = 0.55  # a passage must cover at least this share of the question's term weight
 MAX_DECISIVE = 2
@@ -146,7 +146,7 @@ _ROSTER_LINE = re.compile(
 _SEE_TABLE = re.compile(r"[见如]\s*附?表\s*(\d+)")
 _REFERENCES_HEADING = re.compile(r"^(?:参考文献|引用文献|文献|references?|bibliography)[:：]?$", re.I)
 _ENUMERATED = re.compile(
-    r"^\s*(?:[\u2460-\u2473]|\d{1,2}\s*[.、．)）]|[（(]\d{1,2}[）)]|[一二三四五六七八九十]{1,2}[、.．])"
+    r"^\s*(?:[\u2460-\u2473]|\d{1,2}\s*[.、．)）]|[（(]\d{1,2}[）)]|[一二三四五六七八九十]{1,2}[、.．]|[（(][一二三四五六七八九十]{1,2}[）)])"
 )
 _ELABORATES = re.compile(r"^(?:例如|比如|譬如|诸如|包括|如(?![果何此今同下若期]))")  # a sentence of examples
 _DIGIT = re.compile(r"\d|[一二三四五六七八九十两半]+\s*(?:个|次|天|日|周|月|年|岁|小时|分钟|滴|mg|%|成|分之)")
@@ -653,6 +653,8 @@ def _passage(
         decisive + _named_subjects(ask, part, terms), f"{scope} {topic}", headings
     ):
         return None  # too little of the question, or not what it is decisively about (its rare terms, its subject)
+    if not _beyond_the_scene(terms, scope, headings) and not (part.aspects and _cues_of(part, scope, lex)):
+        return None
     needs_aspect = bool(part.aspects) and not set(part.aspects) & lex.free_aspects
     units = _units(hit)
     best = None
@@ -686,6 +688,21 @@ def _passage(
     )
     return Evidence(
         hit, text, path, aspect_named or "", score, by_heading, matched, unit.kind, about, lead if lead != text else ""
+    )
+
+
+def _beyond_the_scene(terms: list[Weighted], scope: str, headings: str) -> bool:
+    """ "高铁票买错了日期，可以改签吗？": the asker's scene in everyday words (买错、日期) places a question; a passage
+    that shares only those ("含乳姿势错误") and none of what is asked (改签) answers nothing of it. A rarer word of
+    the scene (肠病毒 of "孩子之前得过肠病毒") may be what the question is about."""
+    asked = [w for w in terms if not w.term.scene and not w.term.generic and w.weight]
+    if not asked or any(_matched(w, scope, headings) > 0 for w in asked):
+        return True
+    tokenizer = get_tokenizer()
+    return any(
+        _matched(w, scope, headings) > 0 and tokenizer.general_rarity(w.term.text) >= DECIDING_RARITY
+        for w in terms
+        if w.term.scene
     )
 
 
@@ -928,6 +945,8 @@ def _unit_score(
         return None
     if _is_reference(text, path):
         return None  # a reference list names the topic of every study it cites and answers nothing
+    if spaced_out(text):
+        return None  # "编制订日期号 N 20 D 0 外 4. - 1 0 0 3 2": a PDF's form fields read across, characters apart
     if all(_ROSTER_LINE.match(line.strip()) for line in text.strip().split("\n")):
         return None  # "何 宏 中山大学中山眼科中心海南眼科医院": a guideline's list of its authors
     if all(line.rstrip().endswith(("？", "?")) for line in text.split("\n") if line.strip()):

@@ -36,12 +36,16 @@ CLAUSE_MARKS = "，、,；;：:"
 _ROW = re.compile(r"^[^|\n]{1,40}[：:][^\n]*?( \| [^|\n]{1,40}[：:])")  # 列名：值 | 列名：值
 _HEADER = re.compile(r"^[^：:|\n]{1,40}( \| [^：:|\n]{1,40})+$")  # 列名 | 列名
 _BLOCK = re.compile(r"(?:[^\n]|\n(?![ \t]*\n))+")
-# What opens an enumerated item: ①, 1. / 1、 / 1）, （1） / (1), 一、, A. / a）, a bullet
+# What opens an enumerated item: ①, 1. / 1、 / 1）, （1） / (1), 一、, （一） / (一), A. / a）, a bullet
 _ENUMERATOR = re.compile(
     r"^\s*(?:[\u2460-\u2473\u2776-\u277f]|\d{1,2}\s*[.、．)）]|[（(]\d{1,2}[）)]|[一二三四五六七八九十]{1,3}[、.．]"
+    r"|[（(][一二三四五六七八九十]{1,3}[）)]"
     r"|[A-Za-z][.、．)）]|[•·▪●◆■\-–—])"
 )
 MAX_BLOCK_ITEMS = 20
+_SPACED_OUT = re.compile(r"(?:(?<!\S)[^\s|] ){5,}[^\s|]")  # six or more single characters, each apart (not cells)
+SPACED_DIGITS = 3  # … of which this many digits: a date or a code read across columns, not "A B C D E F"
+ITEM_CHARS = 240  # an enumerated item of its own block may run over sentences up to this long; longer is a section
 LABEL_CHARS = 20  # a line this short without an ending, a block of its own, labels the paragraph under it
 MIN_LABELLED = 3  # … and this many labelled paragraphs in a row are a list
 REFERENCE_CJK_SHARE = 0.3  # a citation line with fewer Chinese characters than this among its letters is a reference
@@ -134,8 +138,13 @@ def _join_item_blocks(text: str, units: list[Unit]) -> list[Unit]:
         if unit.kind == "sentence" and ends_lead_in(unit.text(text)) and _block_ends_at(text, unit.end):
             items: list[tuple[int, int]] = []
             j = i + 1
-            while j < len(units) and len(items) < MAX_BLOCK_ITEMS and _is_item(text, units[j], items):
-                items.append((units[j].start, units[j].end))
+            while j < len(units) and len(items) < MAX_BLOCK_ITEMS:
+                if _is_item(text, units[j], items):
+                    items.append((units[j].start, units[j].end))
+                elif items and _goes_on(text, units[j], items[-1]):  # "（1）…积极配合治疗。病人应心情舒畅…。"
+                    items[-1] = (items[-1][0], units[j].end)
+                else:
+                    break
                 j += 1
             if items:
                 out.append(Unit(unit.start, items[-1][1], "list", tuple(items)))
@@ -146,26 +155,69 @@ def _join_item_blocks(text: str, units: list[Unit]) -> list[Unit]:
     return out
 
 
+def _enumerator_kind(item: str) -> str:
+    """What an item's enumerator is written with: "（一）" and "一、" are two levels of one document's lists."""
+    found = _ENUMERATOR.match(item)
+    if not found:
+        return ""
+    mark = found.group().strip().replace("（", "(").replace("）", ")")
+    digits = re.sub(r"\d+", "1", mark)
+    numerals = re.sub(r"[一二三四五六七八九十]+", "一", digits)
+    letters = re.sub(r"[A-Za-z]", "a", numerals)
+    return re.sub(r"[\u2460-\u2473\u2776-\u277f]", "①", letters).replace(" ", "")
+
+
+def _goes_on(text: str, unit: Unit, item: tuple[int, int]) -> bool:
+    """A further sentence of an enumerated item's own block (one paragraph, no enumerator of its own): the item
+    runs on, up to ITEM_CHARS."""
+    body = unit.text(text)
+    return (
+        unit.kind == "sentence"
+        and "\n\n" not in text[item[1] : unit.start]
+        and not _ENUMERATOR.match(body)
+        and not ends_lead_in(body)
+        and unit.end - item[0] <= ITEM_CHARS
+    )
+
+
 def _block_ends_at(text: str, offset: int) -> bool:
     return text[offset : offset + 2] == "\n\n" or offset >= len(text.rstrip())
 
 
 def _is_item(text: str, unit: Unit, items: list[tuple[int, int]]) -> bool:
-    """One enumerated item of the list being read: an enumerator opens it ("①", "1.", "（2）", "A."), it is one
-    sentence or line of its own block, and it does not open a list of its own."""
+    """One enumerated item of the list being read: an enumerator opens it ("①", "1.", "（2）", "A."), of the
+    first item's kind (after "九、…：" and its "（一）…（四）", "十、" is the outer list's), it is one sentence or
+    line of its own block, and it does not open a list of its own."""
     body = unit.text(text)
     if unit.kind not in ("sentence", "list") or not _ENUMERATOR.match(body) or ends_lead_in(body):
+        return False
+    if items and _enumerator_kind(body) != _enumerator_kind(text[items[0][0] : items[0][1]]):
         return False
     starts_block = unit.start == 0 or text[max(0, unit.start - 2) : unit.start] == "\n\n"
     return starts_block or not items
 
 
+def spaced_out(text: str) -> bool:
+    """ "编制订日期号 N 20 D 0 外 4. - 1 0 0 3 2": a PDF's form fields read across, characters apart: no text."""
+    return bool(_garbled_runs(text, 0, len(text)))
+
+
+def _garbled_runs(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    runs = (m.span() for m in _SPACED_OUT.finditer(text, start, end))
+    return [(a, b) for a, b in runs if sum(c.isdigit() for c in text[a:b]) >= SPACED_DIGITS]
+
+
 def sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
-    """Sentence offsets of text[start:end] (one line or a run of lines; a line end also ends a sentence)."""
+    """Sentence offsets of text[start:end] (one line or a run of lines; a line end also ends a sentence; so does
+    a run of spaced-out form characters, which then stands alone: the sentence after it is text)."""
     end = len(text) if end is None else end
     found: list[tuple[int, int]] = []
+    breaks = {b for _, b in _garbled_runs(text, start, end)}
     sentence_start = i = start
     while i < end:
+        if i in breaks and i > sentence_start:
+            found += _trimmed(text, sentence_start, i)
+            sentence_start = i
         char = text[i]
         if char in SENTENCE_END or char == "\n" or (char == "." and _ends_with_period(text, i, end)):
             j = i + 1

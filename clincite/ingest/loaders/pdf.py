@@ -62,6 +62,11 @@ MAX_RUNNING_CHARS = 150  # a running header or footer is one printed line (a jou
 # carry the same header with the number on the other side, and the digits are already "#" in the key.
 _PAGE_MARKS = re.compile(r"^[#·•∙\-—–|]+|[#·•∙\-—–|]+$")
 _WORD = re.compile(r"[^\W\d_]")  # a letter or a Chinese character
+TITLE_SHARE = 0.5  # a metadata title has at least this share of its words in the document it is the title of
+_LINK = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
+_ITEM_MARK = re.compile(r"^\s*(?:[A-Za-z\d]{1,2}|[一二三四五六七八九十]{1,3})[、.．)）]")
+_CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
+_LATIN_WORD = re.compile(r"[A-Za-z]{3,}")
 # Three-line tables (三线表): horizontal rules only, so pdfplumber's default finder (which needs vertical lines too)
 # misses them and their cells come out as running text, every cell of the table glued into one line.
 CAPTION = re.compile(r"^续?表\s*[A-Za-z]?\d+")  # "表 6 糖尿病性…", "续表 3"; a table without one is not looked for
@@ -143,7 +148,7 @@ def load_pdf(path: Path) -> LoadedDocument:
     _drop_running_lines(pages, edges, boxes)
     _mark_headings([line for lines, _ in pages for line in lines], outline)
     document = _assemble(pages, path.stem)
-    if meta_title and document.title == path.stem and not _looks_generated(meta_title):
+    if meta_title and document.title == path.stem and _names_this_document(meta_title, document.text, path.stem):
         document.title = meta_title
     return document
 
@@ -878,6 +883,23 @@ def _join(lines: list[str]) -> str:
         space = text[-1:].isascii() and text[-1:].isalnum() and line[:1].isascii() and line[:1].isalnum()
         text += (" " if space else "") + line
     return text
+
+
+def _names_this_document(title: str, text: str, stem: str) -> bool:
+    """A metadata title a person gave this document: not a tool's ("Microsoft Word - x.doc"), a link or a scrap
+    ("file://H:\\edu\\edu12.htm", "1", "("), an item of a list ("C、体温变化"), nor one left in a template by
+    another document ("A005糖尿病足部护理" on a retina leaflet): most of its words are in this document's text or
+    file name."""
+    if _looks_generated(title) or _LINK.match(title) or _ITEM_MARK.match(title):
+        return False
+    cjk = _CJK_RUN.findall(title)
+    pairs = {run[i : i + 2] for run in cjk for i in range(len(run) - 1)}
+    words = {w.lower() for w in _LATIN_WORD.findall(title)}
+    if not pairs and not words:
+        return False  # "1", "(": nothing that names anything
+    where = f"{text}\n{stem}".lower()
+    found = sum(p in where for p in pairs) + sum(w in where for w in words)
+    return found >= TITLE_SHARE * (len(pairs) + len(words))
 
 
 def _looks_generated(title: str) -> bool:
