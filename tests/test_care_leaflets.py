@@ -84,6 +84,18 @@ INTUSSUSCEPTION_LEAFLET = """# 小兒腸套疊（演示）
 2.恢復飲食時，先以易消化的食物為主。
 """
 
+RETINA_LEAFLET = """編 號 | ND外-000
+編 號：製訂日期 | ND外-000：2004.10
+
+示範醫院衛教單編製訂日期號 N 20 D 0 外 4. - 0 0 0 0 2網膜剝離手術或玻璃體切除修日期 2020.11
+
+本文為演示材料，用於軟體測試，不作為臨床依據。
+
+一、手術當天儘量臥床休息，若無特別醫囑則睡向健側(非手術的那一側)。
+
+二、手術後一週內，請儘量臥床休息，避免閱讀書報，避免引起眼球快速轉動而造成不適。
+"""
+
 # how the PDF reader reads the leaflet's form (編號、製訂日期、修訂日期 in boxes) onto the first line of its text
 FORM_FIELDS = "示範醫院衛教單編製訂日期號 N 20 D 0 兒 3. - 0 0 0 0 9認識新生兒黃疸修日期 2021.09"
 
@@ -151,6 +163,24 @@ async def test_form_fields_read_across_are_never_quoted(tmp_path):
     result = await service.ask("新生儿生理性黄疸一般第几天最厉害？什么时候退？")
     said = tldr(result.answer)
     assert "第4-5天達高峰" in said and "0 0 0" not in said, said
+
+
+async def test_the_leaflets_form_is_no_answer_to_a_why(tmp_path):
+    service = library(tmp_path, {**LEAFLETS, "網膜剝離手術注意事項（演示）.txt": RETINA_LEAFLET})
+    result = await service.ask("视网膜手术后第一周能看书看报吗？为什么不行？")
+    said = tldr(result.answer)
+    assert "避免閱讀書報" in said, result.answer[:600]
+    assert "編 號" not in said and "2020.11" not in said, said
+
+
+def test_a_form_field_left_after_the_run_is_more_of_the_form_and_a_sentence_after_it_is_text():
+    from clincite.text.units import sentences
+
+    first_line = FORM_FIELDS.replace("認識新生兒黃疸", "網膜剝離手術")  # nothing after it ends a sentence
+    text = f"{first_line}\n{FORM_FIELDS}◎生理性黃疸：出生後第4-5天達高峰。\n"
+    read = [text[a:b] for a, b in sentences(text)]
+    assert read[0] == first_line  # one unit, never quoted (spaced out)
+    assert read[-1] == FORM_FIELDS.split("0 9")[-1] + "◎生理性黃疸：出生後第4-5天達高峰。", read
 
 
 def leaflet_pdf(path, title: str, lines: list[str]) -> None:

@@ -207,12 +207,19 @@ def _garbled_runs(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in runs if sum(c.isdigit() for c in text[a:b]) >= SPACED_DIGITS]
 
 
+def _ends_a_sentence(text: str, start: int, end: int) -> bool:
+    line_end = text.find("\n", start, end)
+    return any(char in SENTENCE_END for char in text[start : line_end if line_end >= 0 else end])
+
+
 def sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
     """Sentence offsets of text[start:end] (one line or a run of lines; a line end also ends a sentence; so does
     a run of spaced-out form characters, which then stands alone: the sentence after it is text)."""
     end = len(text) if end is None else end
     found: list[tuple[int, int]] = []
-    breaks = {b for _, b in _garbled_runs(text, start, end)}
+    # the rest of the line after the form's run starts a sentence when it is one ("…◎生理性黄疸：…消退。"); a bare
+    # field ("网膜剥离手术或玻璃体切除四修日期 2020.11") is more of the form
+    breaks = {b for _, b in _garbled_runs(text, start, end) if _ends_a_sentence(text, b, end)}
     sentence_start = i = start
     while i < end:
         if i in breaks and i > sentence_start:
