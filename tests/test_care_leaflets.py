@@ -142,6 +142,8 @@ def test_a_result_that_did_not_come_is_searched_as_the_text_names_the_result():
 def test_which_side_is_what_is_asked_not_a_word_to_find():
     words = [t.text for t in analyse("我妈视网膜脱离刚做完手术，回家睡觉应该朝哪边躺？").terms]
     assert "哪边" not in words and "躺" in words, words
+    words = [t.text for t in analyse("头痛看完急诊回家，眼睛看东西有问题算不算？").terms]
+    assert "算不算" not in words, words  # 算不算 asks whether, as 是不是 does: never the subject of the next question
     variants = next(t.variants for t in analyse("视网膜脱离术后多久能坐飞机？").terms if t.text == "视网膜脱离")
     assert "网膜剥离" in variants  # the leaflet's 網膜剝離
 

@@ -37,6 +37,7 @@ ASKING_FORMS = {
     "行不行": "是否",
     "好不好": "是否",
     "对不对": "是否",
+    "算不算": "是否",
 }
 TREATMENT_VERB = "治疗"
 JUDGING_CUES = ("安全",)  # with a number asked, these judge it ("几个小时比较安全"): the limit is asked, not harm
