@@ -87,6 +87,8 @@ MODAL_OPENINGS = {
     "还要",
 }
 _PUNCT = re.compile(r"^[\W_]+$")
+# Words on either side of a clause break never make one term: "散瞳查眼底，检查完…" is no 眼底检查.
+_CLAUSE_BREAK = re.compile(r"[，。；！？、,;!?\n]+")
 # 哪几天: which days, a number too; 哪几个时期 asks which ones (a list), not how many
 _ASKS_NUMBER = re.compile(r"^(?:哪?(?:多少|多久|多长|几[次天日周月年岁级针点度])|几个)")
 # "什么是X / X是什么 / X到底是什么东西 / X是啥": what X is, when nothing else is asked (定义, a free aspect: a boost)
@@ -130,6 +132,9 @@ class Term:
     # Written only in a clause that asks nothing ("天天对着电脑上班，…，为啥…"): the asker's scene, an everyday word
     # that ranks a passage naming it but is never missed where a passage does not
     scene: bool = False
+    # Written only in clauses before the one that asks (散瞳、眼底 of "等一下要散瞳查眼底，检查完当天可以开车吗？"),
+    # domain terms included: they place the question; which sentence answers it is for the asking clause to say
+    told: bool = False
 
 
 @dataclass
@@ -289,7 +294,9 @@ def analyse(
     text = _space_after_opener(_normalise_asking(text), lex)
     while text.endswith(PARTICLES) and len(text) > 1:  # 有用吗 → 有用: a particle glued to the last word
         text = text[:-1].rstrip(TRAILING)
-    tokens = _merge(_potential_complements(_words(text)), lex)
+    tokens = [
+        word for clause in _CLAUSE_BREAK.split(text) for word in _merge(_potential_complements(_words(clause)), lex)
+    ]
     ask = Ask(question=question, resolved=text, same_message=same_message)
     marker = _classify(ask, tokens, lex, bool(previous))
     _reason_over_negation(ask, lex)
@@ -451,6 +458,7 @@ def _mark_scene(ask: Ask, lex: Lexicon) -> None:
         places = [m.start() for m in re.finditer(re.escape(term.text), text)]
         if not places or any(a <= at < b for at in places for a, b in asking):
             continue
+        term.told = True
         if term.entity or term.quoted or term.context or _abbreviation(term.text) or term.text in lex.populations:
             continue  # 儿童 of "儿童…用加巴喷丁，起始剂量…": whom it is asked of
         if not lex.is_medical(term.text):

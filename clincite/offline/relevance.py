@@ -28,6 +28,7 @@ from typing import Protocol
 from clincite.core.shapes import Hit
 from clincite.offline.lexicon import Lexicon, get_lexicon
 from clincite.offline.questions import MEASURED, NAMING_RARITY, Ask, Term, compound
+from clincite.text.choices import choice_items
 from clincite.text.script import fold
 from clincite.text.tokenizer import get_tokenizer
 from clincite.text.units import Unit, is_reference, sentences, spaced_out, split_units
@@ -68,6 +69,7 @@ EXTRA_CUES = 2
 OWN_CUE_BONUS = 0.03  # a unit naming the aspect in the asker's own word, over one naming it otherwise
 DRUG_FORMS = ("眼药水", "滴眼液", "眼药", "滴眼剂", "眼膏", "眼药膏")  # a form a text may not name (局部抗生素)
 TREATMENT_ASPECT = "治疗"
+TOLD_SHARE = 0.3  # a term told before the asking clause, in choosing the sentence of a passage (`_as_asked`)
 SEARCH_WEIGHT = 0.25  # how much the search engine's own score counts beside the reading of the passage
 RANK_WEIGHT = 0.05  # … and its rank
 ECHO_WEIGHT = 0.3  # how much an extract's restating the question's own words counts
@@ -132,6 +134,7 @@ _CALENDAR_DATE = re.compile(
 )
 _NUMBER_GAP = r"[\d.,，～~至到\-–—一二三四五六七八九十两半百千万个多余左右约\s]{0,8}?"  # 1至3个、两三
 # An interview or a Q&A page: "[网友乖乖女]问：…" asks, "[嘉宾江睿]答：…" answers (also 问：/答：, 患者问：)
+_EXPLANATION = re.compile(r"\s*(?:[【\[](?:答案)?解析[】\]]|(?:答案)?(?:解析|解释|分析)\s*[:：])")  # a key's reasoning
 _QUESTION_LINE = re.compile(r"^\s*(?:[\[【][^\]】\n]{0,16}[\]】])?\s*[^\s：:。，]{0,8}?问\s*[：:]")
 _ANSWER_LINE = re.compile(r"^\s*(?:[\[【][^\]】\n]{0,16}[\]】])?\s*[^\s：:。，]{0,8}?答\s*[：:]")
 _POINTS_ELSEWHERE = re.compile(  # "参见第三题的答案。", "常用通便中成药见表2。"
@@ -662,6 +665,10 @@ def _passage(
         scored = _unit_score(ask, part, hit, unit, path, terms, lex, opening)
         if scored is None or (needs_aspect and not scored[1]):
             continue  # the unit that answers "哪些孩子不能点阿托品" is one on 禁忌, however well another matches
+        if unit.kind == "choice" and not _covers_decisive(
+            decisive + _named_subjects(ask, part, terms), f"{_choice_text(hit.text, unit).lower()} {topic}", headings
+        ):
+            continue  # a question bank's items are each on their own subject: the passage's other items do not count
         if best is None or scored[0] > best[0]:
             best = (*scored, unit, path)
     if best is not None and ask.quantity:
@@ -677,8 +684,11 @@ def _passage(
     ):
         return None  # 青光眼 … 手术风险高: both words are there, but not the 青光眼手术 asked about
     wants_list = bool(set(part.aspects) & lex.list_aspects)
-    text = _with_context(hit.text, unit, units, terms, kinds=wants_list)
-    lead = _with_context(hit.text, unit, units, [], forward=False, kinds=wants_list)
+    if unit.kind == "choice":
+        text, lead = _choice_with_explanation(hit.text, unit, units), _choice_lead(hit.text, unit)
+    else:
+        text = _with_context(hit.text, unit, units, terms, kinds=wants_list)
+        lead = _with_context(hit.text, unit, units, [], forward=False, kinds=wants_list)
     written = f"{headings} {opening} {hit.text}"
     matched = [_as_written(w, written) for w in decisive if match(w, scope) == 1.0]
     subjects = [w for w in terms if w.term in (part.subjects or ask.subjects)] or terms
@@ -922,10 +932,59 @@ def _units(hit: Hit) -> list[tuple[Unit, list[str]]]:
                 headings.append((offset, offset + len(line)))
             offset += len(line) + 1
     out = []
-    for unit in split_units(hit.text, headings):
+    for unit in _with_choices(hit.text, split_units(hit.text, headings)):
         segment = next((s for s in hit.segments if s.start <= unit.start < s.end), None)
         out.append((unit, segment.path if segment else list(hit.heading_path)))
     return out
+
+
+def _with_choices(text: str, units: list[Unit]) -> list[Unit]:
+    """An exam paper's multiple-choice item is one unit: its stem with the options its key names (kind "choice").
+    No option alone says anything (the key may reject it), and an item without a key answers nothing."""
+    items = choice_items(text)
+    if not items:
+        return units
+    out: list[Unit] = []
+    placed: set[int] = set()
+    for unit in units:
+        overlapping = [c for c in items if c.start < unit.end and unit.start < c.end]
+        if not overlapping:
+            out.append(unit)
+        for item in overlapping:  # a list unit may run over several items
+            if item.answered and item.start not in placed:
+                placed.add(item.start)
+                out.append(Unit(item.start, item.end, "choice", (item.stem, *item.keyed)))
+    return out
+
+
+def _choice_with_explanation(text: str, unit: Unit, units: list[tuple[Unit, list[str]]]) -> str:
+    """The item as quoted: stem, options and key, with the explanation that follows it ("解析：…") when there is one."""
+    following = next((u for u, _ in units if u.start >= unit.end), None)
+    if following is not None and _EXPLANATION.match(following.text(text)) and following.end - unit.start <= RUN_CHARS:
+        return text[unit.start : following.end]
+    return unit.text(text)
+
+
+def _choice_lead(text: str, unit: Unit) -> str:
+    """A choice item's answer as the TL;DR reads it: the whole item (stem, options, key) when short, for a bare
+    "B. 散大" says nothing of what it answers; a long item by the options its key names."""
+    if unit.length <= RUN_CHARS:
+        return unit.text(text)
+    return text[unit.items[1][0] : unit.items[-1][1]]
+
+
+def _choice_text(text: str, unit: Unit) -> str:
+    """What a choice item says: its stem and the options its key names (the unit's items, the stem first)."""
+    return "\n".join(text[a:b].strip() for a, b in unit.items)
+
+
+def _as_asked(terms: list[Weighted]) -> list[Weighted]:
+    """Within a passage: the terms told before the asking clause weigh TOLD_SHARE. "等一下要散瞳查眼底，检查完当天可以
+    开车吗？": 散瞳 and 眼底 found the passage; of its sentences, the one on 开车 answers, not the one naming 眼底."""
+    own = [w for w in terms if not (w.term.told or w.term.generic or w.term.inherited or w.term.context)]
+    if not any(w.weight for w in own):
+        return terms  # "那还在喂奶的时候，能不能做？": the asking clause names nothing of its own; the told one decides
+    return [replace(w, weight=w.weight * TOLD_SHARE) if w.term.told else w for w in terms]
 
 
 def _unit_score(
@@ -940,7 +999,7 @@ def _unit_score(
 ) -> tuple[float, str, bool] | None:
     """(score, the aspect asked that is named over or in the unit ("" for none), named by a heading); None for units
     that are no answer."""
-    text = unit.text(hit.text)
+    text = _choice_text(hit.text, unit) if unit.kind == "choice" else unit.text(hit.text)
     if unit.kind in ("heading", "header") or len(text.strip()) < MIN_UNIT_CHARS or not _has_words(text):
         return None
     if _is_reference(text, path):
@@ -967,6 +1026,7 @@ def _unit_score(
         context = f"{context} {_question_before(hit.text, unit.start).lower()}"  # it, which names what
     # "能够测量角膜后表面的设备并不多，" and its list say one thing
     own = f"{_list_lead(hit.text, unit, read_back=True).lower()} {lowered}".strip()
+    terms = _as_asked(terms)
     score = 0.7 * _coverage(terms, f"{context} {own}") + 0.1 * _coverage(terms, own)
     in_unit = set(part.aspects) & lex.passage_aspects(text)
     if "定义" in part.aspects and _defines(ask, part, text):

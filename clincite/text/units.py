@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-UnitKind = Literal["sentence", "list", "row", "header", "heading"]
+UnitKind = Literal["sentence", "list", "row", "header", "heading", "choice"]
 
 SENTENCE_END = "。！？!?"
 CLOSERS = "”’」』）)】\"'"

@@ -1,0 +1,113 @@
+"""Multiple-choice items of a question bank or an exam paper, and the option their answer key names.
+
+    for item in choice_items(text):
+        text[item.start : item.end]        # the stem, its options and "答案：D", verbatim
+        [text[a:b] for a, b in item.keyed]  # the options the key names: "D. 角膜基质内可见卫星灶和免疫环"
+
+A teaching library often holds a clinic's own exam papers. What such an item says is its stem with the keyed option;
+each option alone is a candidate the key may reject ("B. 管状视野"), and an item without a key answers nothing.
+Options stand one per line ("A. …") or all on the stem's line ("… A. 视网膜之前 B. 视网膜之后 …"); the key follows
+them on a line of its own (答案：C, 【答案】C, 标准答案：C, 正确答案：AB).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from itertools import pairwise
+
+MIN_OPTIONS = 3  # "A. … B. …" alone may be two cases of a text; three options in order are a question's
+LETTERS = "ABCDEFGH"
+_OPTION_LINE = re.compile(r"[ \t]*([A-H])[ \t]*[.．、)）:：][ \t]*\S")
+# on the stem's line, a letter not written onto a Latin word or a number ("是A. 滤泡形成B. …" once Markdown joins lines)
+_INLINE_OPTION = re.compile(r"(?<![A-Za-z0-9])([A-H])[ \t]*[.．、)）][ \t]*(?=\S)")
+# a stem that asks: a question mark, a blank, 下列/以下/哪/什么…, or one ending in 是/为 (the option completes it)
+_ASKS = re.compile(r"[？?]|[（(]\s*[）)]|下列|以下|哪|何种|什么|多少|(?<!分)[是为][:：]?\s*$")
+_KEY_WORD = r"[【\[]?(?:参考|标准|正确)?答案[】\]]?[ \t]*"
+_LETTERS = r"([A-H](?:[ \t、,，]*[A-H])*)(?![A-Za-z])"
+_INLINE_KEY = re.compile(rf"{_KEY_WORD}[:：][ \t]*{_LETTERS}")  # "…D. 结膜下出血答案：B"
+_KEY = re.compile(rf"[ \t]*{_KEY_WORD}[:：]?[ \t]*{_LETTERS}")  # a line of its own: 答案：C, 【答案】C
+
+
+@dataclass(frozen=True)
+class Choice:
+    start: int  # the stem's first character
+    end: int  # the key line's last character (the last option's when the item has no key)
+    stem: tuple[int, int]  # the question, without its options
+    options: tuple[tuple[int, int], ...]  # each option's span, in order
+    keyed: tuple[tuple[int, int], ...]  # the options the key names; () when no key follows
+
+    @property
+    def answered(self) -> bool:
+        return bool(self.keyed)
+
+
+def choice_items(text: str) -> list[Choice]:
+    """The multiple-choice items of a text, in order."""
+    lines = _lines(text)
+    items: list[Choice] = []
+    i = 0
+    while i < len(lines):
+        item, i = _item_at(text, lines, i)
+        if item is not None:
+            items.append(item)
+    return items
+
+
+def _item_at(text: str, lines: list[tuple[int, int]], i: int) -> tuple[Choice | None, int]:
+    """The item whose stem is line i (options on following lines, or on the stem's own), and the line after it."""
+    start, end = lines[i]
+    options = _inline_options(text, start, end)
+    j = i + 1
+    if len(options) < MIN_OPTIONS:
+        options = []
+        while (
+            j < len(lines)
+            and (found := _OPTION_LINE.match(text, *lines[j]))
+            and found.group(1) == LETTERS[len(options)]
+        ):
+            options.append(lines[j])
+            j += 1
+        if len(options) < MIN_OPTIONS or _OPTION_LINE.match(text, start, end):
+            return None, i + 1
+    letters = ""
+    stem = text[start : options[0][0] if options[0][0] > start else end]
+    last_line_end = end if options[-1][0] < end else options[-1][1]
+    inline_key = _INLINE_KEY.search(text, options[-1][0], last_line_end)
+    if inline_key:  # "…D. 结膜下出血答案：B" on one line
+        options[-1] = (options[-1][0], len(text[: inline_key.start()].rstrip()))
+        letters, end = re.sub(r"[^A-H]", "", inline_key.group(1)), inline_key.end()
+    elif (
+        j < len(lines) and (key := _KEY.match(text, *lines[j])) and text[key.end() : lines[j][1]].strip() in ("", "。")
+    ):
+        letters = re.sub(r"[^A-H]", "", key.group(1))
+        end = lines[j][1]
+        j += 1
+    elif not _ASKS.search(stem.strip()):
+        return None, i + 1  # "分级：A. … B. … C. …" in a guideline: a list of its own, no question
+    else:
+        end = options[-1][1]
+    keyed = tuple(options[LETTERS.index(c)] for c in dict.fromkeys(letters) if LETTERS.index(c) < len(options))
+    return Choice(start, end, (start, start + len(stem.rstrip())), tuple(options), keyed), j
+
+
+def _inline_options(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Options written on the stem's line: "A. 视网膜之前 B. 视网膜之后 C. 视网膜上", in letter order from A."""
+    ordered = []
+    for mark in _INLINE_OPTION.finditer(text, start, end):
+        if mark.group(1) == LETTERS[len(ordered)]:
+            ordered.append(mark)
+    if len(ordered) < MIN_OPTIONS or ordered[0].start() == start:
+        return []
+    bounds = [m.start() for m in ordered] + [end]
+    return [(a, len(text[:b].rstrip(" \t；;，,")) if b > a else b) for a, b in pairwise(bounds)]
+
+
+def _lines(text: str) -> list[tuple[int, int]]:
+    """Non-blank lines as (start, end) spans, without their trailing blanks."""
+    spans, offset = [], 0
+    for line in text.split("\n"):
+        if line.strip():
+            spans.append((offset, offset + len(line.rstrip())))
+        offset += len(line) + 1
+    return spans

@@ -1,0 +1,103 @@
+"""A clinic's exam papers and question banks (found on the stop-43 blind library: medical students' ophthalmology
+exam papers in Word, one question after another with its options and "答案：D"), and a patient who tells a story
+before asking:
+
+- a multiple-choice item says its stem with the option its key names: the item with "D. 角膜基质内可见卫星灶和免疫
+  环" and "答案：D" answers "真菌性角膜炎有什么特征性表现", never the item before it on another disease;
+- an item without a key answers nothing, and a guideline's lettered list (no question over it) is still a list;
+- "等一下要散瞳查眼底，检查完当天可以开车吗？": 散瞳 and 眼底 place the question, the asking clause (开车) picks the
+  sentence; and words on either side of a comma never make one term (查眼底，检查 is no 眼底检查).
+
+Every document here is demo material written for these tests (标注"演示"); it is not clinical guidance.
+"""
+
+from __future__ import annotations
+
+from test_other_styles import library, tldr
+
+from clincite.offline.questions import analyse
+from clincite.text.choices import choice_items
+
+EXAM_PAPER = """# 眼科期末练习题（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+1. 春季角结膜炎睑结膜的典型体征是
+A. 滤泡形成
+B. 结膜乳头呈铺路石样
+C. 伪膜形成
+D. 结膜下出血
+答案：B
+
+2. 真菌性角膜炎的特征性临床表现是
+A. 角膜溃疡呈地图状
+B. 角膜溃疡呈树枝状
+C. 角膜溃疡呈匍行性进展
+D. 角膜基质内可见卫星灶和免疫环
+答案：D
+解析：真菌性角膜炎病灶致密、表面干燥，周围可见伪足、卫星灶和免疫环。
+
+3. 单纯疱疹病毒性角膜炎上皮型的典型表现是 A. 树枝状溃疡 B. 卫星灶 C. 前房积脓 D. 角膜穿孔
+答案：A
+"""
+
+UNKEYED = """# 眼科自测题（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+下列哪项是细菌性角膜炎最常见的致病菌？
+A. 铜绿假单胞菌
+B. 白色念珠菌
+C. 棘阿米巴
+D. 腺病毒
+"""
+
+DILATION_LEAFLET = """# 散瞳检查须知（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+点散瞳药水可放大瞳孔，便于对白内障、眼底（玻璃体、视网膜和视神经）进行更详细的检查。
+
+散瞳后注意事项：
+
+1、瞳孔放大后会暂时视物模糊、怕光，所以当日不要自己开车或骑车回家。
+
+2、一般约4～6小时后视力恢复，少数人需要更久。
+"""
+
+
+async def test_a_question_bank_item_answers_with_the_option_its_key_names(tmp_path):
+    service = library(tmp_path, {"眼科期末练习题（演示）.md": EXAM_PAPER})
+    result = await service.ask("真菌性角膜炎有什么特征性的表现？")
+    said = tldr(result.answer)
+    # the item whole, its key with it: a bare "D. …" would say nothing of what it answers
+    assert "真菌性角膜炎的特征性临床表现是" in said and "卫星灶和免疫环" in said and "答案：D" in said, said
+    assert "铺路石" not in said, said  # the item before it, on another disease
+    result = await service.ask("单纯疱疹病毒性角膜炎上皮型长什么样？")
+    said = tldr(result.answer)
+    assert "树枝状溃疡" in said and "答案：A" in said and "真菌性" not in said, result.answer[:600]
+
+
+async def test_an_item_without_a_key_answers_nothing(tmp_path):
+    service = library(tmp_path, {"眼科自测题（演示）.md": UNKEYED, "散瞳检查须知（演示）.md": DILATION_LEAFLET})
+    result = await service.ask("细菌性角膜炎最常见的致病菌是什么？")
+    assert result.citations == [] and "未找到" in tldr(result.answer), result.answer[:400]
+
+
+def test_a_lettered_list_with_no_question_over_it_is_no_choice_item():
+    guideline = "推荐强度分为：\nA. 强推荐\nB. 弱推荐\nC. 不推荐\n"
+    assert choice_items(guideline) == []
+    item = choice_items("婴幼儿通常是哪种屈光状态？ A. 近视 B. 远视 C. 正视 D. 散光\n标准答案：B\n")[0]
+    assert item.answered and len(item.options) == 4
+
+
+async def test_the_asking_clause_picks_the_sentence_the_told_one_placed(tmp_path):
+    service = library(tmp_path, {"散瞳检查须知（演示）.md": DILATION_LEAFLET})
+    result = await service.ask("等一下要散瞳查眼底，检查完当天可以自己开车回家吗？")
+    assert "不要自己开车" in tldr(result.answer), result.answer[:600]
+
+
+def test_words_on_either_side_of_a_comma_are_never_one_term():
+    words = [t.text for t in analyse("等一下要散瞳查眼底，检查完当天可以开车吗？").terms]
+    assert "眼底" in words and "眼底检查" not in words, words
+    assert "眼底检查" in [t.text for t in analyse("眼底检查后能开车吗？").terms]
