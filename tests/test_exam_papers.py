@@ -87,6 +87,9 @@ async def test_an_item_without_a_key_answers_nothing(tmp_path):
 def test_a_lettered_list_with_no_question_over_it_is_no_choice_item():
     guideline = "推荐强度分为：\nA. 强推荐\nB. 弱推荐\nC. 不推荐\n"
     assert choice_items(guideline) == []
+    eight = "".join(f"{letter}. 选项{letter}\n" for letter in "ABCDEFGH")  # every letter a key may name, then one more
+    assert len(choice_items(f"下列哪项正确？\n{eight}A. 又一行\n答案：H\n")[0].options) == 8
+    assert len(choice_items("下列哪项正确？ " + eight.replace("\n", " ") + "A. 又一个 B. 再一个")) == 1
     item = choice_items("婴幼儿通常是哪种屈光状态？ A. 近视 B. 远视 C. 正视 D. 散光\n标准答案：B\n")[0]
     assert item.answered and len(item.options) == 4
 

@@ -64,6 +64,7 @@ def _item_at(text: str, lines: list[tuple[int, int]], i: int) -> tuple[Choice | 
         while (
             j < len(lines)
             and (found := _OPTION_LINE.match(text, *lines[j]))
+            and len(options) < len(LETTERS)
             and found.group(1) == LETTERS[len(options)]
         ):
             options.append(lines[j])
@@ -95,7 +96,7 @@ def _inline_options(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """Options written on the stem's line: "A. 视网膜之前 B. 视网膜之后 C. 视网膜上", in letter order from A."""
     ordered = []
     for mark in _INLINE_OPTION.finditer(text, start, end):
-        if mark.group(1) == LETTERS[len(ordered)]:
+        if len(ordered) < len(LETTERS) and mark.group(1) == LETTERS[len(ordered)]:
             ordered.append(mark)
     if len(ordered) < MIN_OPTIONS or ordered[0].start() == start:
         return []
