@@ -5,6 +5,11 @@ before asking:
 - a multiple-choice item says its stem with the option its key names: the item with "D. 角膜基质内可见卫星灶和免疫
   环" and "答案：D" answers "真菌性角膜炎有什么特征性表现", never the item before it on another disease;
 - an item without a key answers nothing, and a guideline's lettered list (no question over it) is still a list;
+- options cut apart from their item by a passage's bounds ("B. …" with no stem) are no answer either;
+- a case analysis's answer that names the disease only in the line before ("（1）临床诊断：视网膜中央动
+  脉阻塞"; "（2）…黄金窗口期…90～120分钟") answers "查出来是视网膜中央动脉阻塞，最好在多长时间内抢救？":
+  the passage writes the question's very phrase, so its words (视网膜 … 动脉) are spoken of together
+  there; 最好、查出来 only frame the question;
 - "等一下要散瞳查眼底，检查完当天可以开车吗？": 散瞳 and 眼底 place the question, the asking clause (开车) picks the
   sentence; and words on either side of a comma never make one term (查眼底，检查 is no 眼底检查).
 
@@ -16,7 +21,7 @@ from __future__ import annotations
 from test_other_styles import library, tldr
 
 from clincite.offline.questions import analyse
-from clincite.text.choices import choice_items
+from clincite.text.choices import choice_items, stray_options
 
 EXAM_PAPER = """# 眼科期末练习题（演示）
 
@@ -86,12 +91,50 @@ async def test_an_item_without_a_key_answers_nothing(tmp_path):
 
 def test_a_lettered_list_with_no_question_over_it_is_no_choice_item():
     guideline = "推荐强度分为：\nA. 强推荐\nB. 弱推荐\nC. 不推荐\n"
-    assert choice_items(guideline) == []
+    assert choice_items(guideline) == [] and stray_options(guideline) == []
+    cut = "B. 眼眶由5块骨组成\nC. 眶内侧壁最薄\n6. 下列哪一段最长？\nA. 眼内段\n"  # a passage's bounds cut two items
+    assert [cut[a:b] for a, b in stray_options(cut)] == ["B. 眼眶由5块骨组成", "C. 眶内侧壁最薄", "A. 眼内段"]
     eight = "".join(f"{letter}. 选项{letter}\n" for letter in "ABCDEFGH")  # every letter a key may name, then one more
     assert len(choice_items(f"下列哪项正确？\n{eight}A. 又一行\n答案：H\n")[0].options) == 8
     assert len(choice_items("下列哪项正确？ " + eight.replace("\n", " ") + "A. 又一个 B. 再一个")) == 1
     item = choice_items("婴幼儿通常是哪种屈光状态？ A. 近视 B. 远视 C. 正视 D. 散光\n标准答案：B\n")[0]
     assert item.answered and len(item.options) == 4
+
+
+CASE_ANSWERS = """# 眼底病病例分析参考答案（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+（1）临床诊断：右眼视网膜中央动脉阻塞，多见于有高血压、动脉硬化的老年人。
+
+（2）抢救时间：临床抢救的黄金窗口期通常在发病后90～120分钟之内，必须争分夺秒。
+
+（3）紧急处理：吸氧，按摩眼球，前房穿刺降低眼压，扩张血管。
+"""
+
+RETINA_NOTES = """# 眼底检查要点（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+检眼镜下可见视网膜血管走行，动脉较静脉细，正常动静脉管径比约为2:3。
+"""
+
+
+RETINA_LIBRARY = {  # 视网膜 in every document: a word of kind in this library, 动脉 the rare one
+    "视网膜脱离（演示）.md": "# 视网膜脱离（演示）\n\n本文为演示材料，用于软件测试，不作为临床依据。\n\n"
+    "视网膜脱离常有闪光感和眼前黑影，视网膜裂孔需尽早封闭。\n",
+    "糖尿病视网膜病变（演示）.md": "# 糖尿病视网膜病变（演示）\n\n本文为演示材料，用于软件测试，不作为临床依据。\n\n"
+    "糖尿病患者应每年检查视网膜，控制血糖可延缓视网膜病变。\n",
+    "视网膜色素变性（演示）.md": "# 视网膜色素变性（演示）\n\n本文为演示材料，用于软件测试，不作为临床依据。\n\n"
+    "视网膜色素变性早期表现为夜盲，视野逐渐缩小。\n",
+}
+
+
+async def test_a_case_answer_naming_the_disease_the_line_before_answers_its_question(tmp_path):
+    files = {"眼底病病例分析参考答案（演示）.md": CASE_ANSWERS, "眼底检查要点（演示）.md": RETINA_NOTES}
+    service = library(tmp_path, {**files, **RETINA_LIBRARY})
+    result = await service.ask("老人突然一只眼看不见了，查出来是视网膜中央动脉阻塞，最好在多长时间内抢救？")
+    assert "90～120分钟" in tldr(result.answer), result.answer[:600]
 
 
 async def test_the_asking_clause_picks_the_sentence_the_told_one_placed(tmp_path):
@@ -104,3 +147,9 @@ def test_words_on_either_side_of_a_comma_are_never_one_term():
     words = [t.text for t in analyse("等一下要散瞳查眼底，检查完当天可以开车吗？").terms]
     assert "眼底" in words and "眼底检查" not in words, words
     assert "眼底检查" in [t.text for t in analyse("眼底检查后能开车吗？").terms]
+
+
+def test_words_that_frame_a_question_are_not_what_it_asks():
+    words = [t.text for t in analyse("查出来是视网膜中央动脉阻塞，最好在多长时间内抢救？").terms]
+    assert "最好" not in words and "查出" not in words and "查出来" not in words, words
+    assert "抢救" in words and "动脉" in words, words

@@ -28,7 +28,7 @@ from typing import Protocol
 from clincite.core.shapes import Hit
 from clincite.offline.lexicon import Lexicon, get_lexicon
 from clincite.offline.questions import MEASURED, NAMING_RARITY, Ask, Term, compound
-from clincite.text.choices import choice_items
+from clincite.text.choices import choice_items, stray_options
 from clincite.text.script import fold
 from clincite.text.tokenizer import get_tokenizer
 from clincite.text.units import Unit, is_reference, sentences, spaced_out, split_units
@@ -80,6 +80,8 @@ TABLE_STEP = 0.01  # a table a passage points to ranks just below that passage
 LABEL_CHARS = 20  # a sentence shorter than this without an ending is a heading or a label
 KIND_SHARE = 0.6  # the second word of a two-word subject weighing at most this share of the first says its kind
 TOGETHER_CHARS = 14  # the words of a compound subject start this close to each other where a text speaks of it
+PHRASE_CHARS = 16  # … and a passage writing the question's whole phrase of them (at most this long) speaks of it
+_CLAUSE_MARK = re.compile(r"[，。；！？、,;!?\s]")
 RUN_CHARS = 260  # a unit takes the sentences that carry on its answer along, up to about this many characters
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述", "这些", "但", "而")
 # A sentence opening on a verb or a modal has no subject of its own
@@ -679,9 +681,8 @@ def _passage(
     section = _section_scope(hit, path, opening)
     if not _covers_decisive(decisive + _named_subjects(ask, part, terms), f"{section} {topic}", headings):
         return None  # what decides is named in another section of the passage, not in the one that would answer
-    if not _written_together(
-        _named_subjects(ask, part, terms) if not part.subjects else [], unit, hit, f"{headings} {topic}"
-    ):
+    named = _named_subjects(ask, part, terms) if not part.subjects else []
+    if not _written_together(named, unit, hit, f"{headings} {topic}", _as_phrase(ask, named)):
         return None  # 青光眼 … 手术风险高: both words are there, but not the 青光眼手术 asked about
     wants_list = bool(set(part.aspects) & lex.list_aspects)
     if unit.kind == "choice":
@@ -847,7 +848,17 @@ def _named_subjects(ask: Ask, part: Part, terms: list[Weighted]) -> list[Weighte
     return [w for w in terms if w.term.text in names]
 
 
-def _written_together(names: list[Weighted], unit: Unit, hit: Hit, headings: str) -> bool:
+def _as_phrase(ask: Ask, names: list[Weighted]) -> str:
+    """The question's own words from the first of the names to the last, when they are written as one phrase
+    ("视网膜中央动脉阻塞", with 中央 between): "" when a break or more than PHRASE_CHARS lie between them."""
+    places = [(at, at + len(w.term.text)) for w in names if (at := ask.resolved.find(w.term.text)) >= 0]
+    if len(places) < 2:
+        return ""
+    phrase = ask.resolved[min(a for a, _ in places) : max(b for _, b in places)]
+    return phrase if len(phrase) <= PHRASE_CHARS and not _CLAUSE_MARK.search(phrase) else ""
+
+
+def _written_together(names: list[Weighted], unit: Unit, hit: Hit, headings: str, phrase: str = "") -> bool:
     """A subject written as one word of two, a rare one and a word of kind common in the library ("青光眼手术"),
     is spoken of where the answering unit has its two words close together, or under a title or heading naming the
     rare one (a section on 青光眼 that says 手术). Apart in a passage on something else they are two matters
@@ -858,6 +869,8 @@ def _written_together(names: list[Weighted], unit: Unit, hit: Hit, headings: str
     head, kind = sorted(names, key=lambda w: -w.weight)
     if kind.weight > KIND_SHARE * head.weight or match(head, headings) == 1.0:
         return True  # two words of weight (单眼 + 先天性白内障) each narrow the question by themselves
+    if phrase and phrase.lower() in hit.text.lower():
+        return True  # the passage writes the question's very phrase (视网膜中央动脉阻塞): it speaks of that
     body = unit.text(hit.text)
     text = (_sentence_before(hit.text, unit.start) + body if _refers_back(body) else body).lower()
     first, second = (sorted(_spans(w, text)) for w in names)
@@ -940,15 +953,17 @@ def _units(hit: Hit) -> list[tuple[Unit, list[str]]]:
 
 def _with_choices(text: str, units: list[Unit]) -> list[Unit]:
     """An exam paper's multiple-choice item is one unit: its stem with the options its key names (kind "choice").
-    No option alone says anything (the key may reject it), and an item without a key answers nothing."""
+    No option alone says anything (the key may reject it), an item without a key answers nothing, and neither do
+    options cut apart from their item by a passage's bounds."""
     items = choice_items(text)
-    if not items:
+    stray = stray_options(text, items)
+    if not items and not stray:
         return units
     out: list[Unit] = []
     placed: set[int] = set()
     for unit in units:
         overlapping = [c for c in items if c.start < unit.end and unit.start < c.end]
-        if not overlapping:
+        if not overlapping and not any(a <= unit.start < b for a, b in stray):
             out.append(unit)
         for item in overlapping:  # a list unit may run over several items
             if item.answered and item.start not in placed:

@@ -54,6 +54,31 @@ def choice_items(text: str) -> list[Choice]:
     return items
 
 
+def stray_options(text: str, items: list[Choice] | None = None) -> list[tuple[int, int]]:
+    """Option lines of an item cut apart from its stem or key (a passage that begins at "B. …", or ends after a stem
+    and its "A. …"): runs of lines in letter order outside every item that begin past A, or right after a line that
+    asks. What they say is a candidate some key elsewhere accepts or rejects. A run from A under a line that asks
+    nothing ("推荐强度分为：") is a list of the text's own."""
+    items = choice_items(text) if items is None else items
+    lines = _lines(text)
+    stray: list[tuple[int, int]] = []
+    first, last_letter = -1, -1  # the run being read: its first line, and the letter of its last one
+    for index, line in enumerate([*lines, None]):
+        found = _OPTION_LINE.match(text, *line) if line else None
+        letter = LETTERS.index(found.group(1)) if found else -1
+        if found and line is not None and any(c.start <= line[0] < c.end for c in items):
+            letter = -1  # an option of an item read whole
+        if letter >= 0 and first >= 0 and letter == last_letter + 1:
+            last_letter = letter
+            continue
+        if first >= 0:
+            before = text[slice(*lines[first - 1])] if first else ""
+            if text[lines[first][0] :].lstrip()[0] != "A" or _ASKS.search(before):
+                stray += lines[first:index]
+        first, last_letter = (index, letter) if letter >= 0 else (-1, -1)
+    return stray
+
+
 def _item_at(text: str, lines: list[tuple[int, int]], i: int) -> tuple[Choice | None, int]:
     """The item whose stem is line i (options on following lines, or on the stem's own), and the line after it."""
     start, end = lines[i]
