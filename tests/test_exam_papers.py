@@ -10,6 +10,8 @@ before asking:
   脉阻塞"; "（2）…黄金窗口期…90～120分钟") answers "查出来是视网膜中央动脉阻塞，最好在多长时间内抢救？":
   the passage writes the question's very phrase, so its words (视网膜 … 动脉) are spoken of together
   there; 最好、查出来 only frame the question;
+- an exam's questions and tasks are no answer, its marks and notes aside ("（1）…是什么？（4分）", "2. 简述…的鉴别要
+  点。", "问题1（诊断）：…", "…是什么？请写出诊断依据。"); the reference answer after them is;
 - "等一下要散瞳查眼底，检查完当天可以开车吗？": 散瞳 and 眼底 place the question, the asking clause (开车) picks the
   sentence; and words on either side of a comma never make one term (查眼底，检查 is no 眼底检查).
 
@@ -153,3 +155,27 @@ def test_words_that_frame_a_question_are_not_what_it_asks():
     words = [t.text for t in analyse("查出来是视网膜中央动脉阻塞，最好在多长时间内抢救？").terms]
     assert "最好" not in words and "查出" not in words and "查出来" not in words, words
     assert "抢救" in words and "动脉" in words, words
+
+
+CASE_PAPER = """# 结膜炎病例分析（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+2. 简述急性细菌性、病毒性和过敏性结膜炎的分泌物特点。（6分）
+
+问题：
+
+（1）三种结膜炎的分泌物各有什么特点？（3分）
+
+（2）如何据此鉴别？（请至少写出两点）。（3分）
+
+参考答案：细菌性结膜炎分泌物为黄色脓性；病毒性结膜炎分泌物为水样或浆液性；过敏性结膜炎分泌物呈黏丝状。
+"""
+
+
+async def test_an_exams_questions_and_tasks_are_no_answer_its_reference_answer_is(tmp_path):
+    service = library(tmp_path, {"结膜炎病例分析（演示）.md": CASE_PAPER, **RETINA_LIBRARY})
+    result = await service.ask("细菌性、病毒性和过敏性结膜炎的分泌物有什么不同？")
+    said = tldr(result.answer)
+    assert "黄色脓性" in said and "黏丝状" in said, result.answer[:600]
+    assert "简述" not in said and "（3分）" not in said, said

@@ -137,6 +137,12 @@ _CALENDAR_DATE = re.compile(
 _NUMBER_GAP = r"[\d.,，～~至到\-–—一二三四五六七八九十两半百千万个多余左右约\s]{0,8}?"  # 1至3个、两三
 # An interview or a Q&A page: "[网友乖乖女]问：…" asks, "[嘉宾江睿]答：…" answers (also 问：/答：, 患者问：)
 _EXPLANATION = re.compile(r"\s*(?:[【\[](?:答案)?解析[】\]]|(?:答案)?(?:解析|解释|分析)\s*[:：])")  # a key's reasoning
+# an exam's marks ("（4分）") and the notes it writes after a question ("？（请至少列举4项具体措施）")
+_EXAM_MARKS = re.compile(r"[（(]\s*\d+(?:\.\d+)?\s*分\s*[）)]|(?<=[？?])\s*[（(][^（）()\n]{0,24}[）)]")
+_EXAM_TASK = re.compile(  # "2. 简述…", "试述…", "请列举…", "问题2（诊断依据）：…": a task set, not a statement
+    r"\s*(?:[（(【\[]?\d+[）)】\].．、]?\s*)?(?:请\s*)?(?:简述|试述|论述|简答|简要(?:说明|回答|叙述)|试(?:分析|比较|说明)"
+    r"|(?:列举|列出|写出)(?![的了])|问题\s*[\d一二三四五六七八九十]*\s*(?:[（(][^）)\n]{0,12}[）)])?\s*[:：])"
+)
 _QUESTION_LINE = re.compile(r"^\s*(?:[\[【][^\]】\n]{0,16}[\]】])?\s*[^\s：:。，]{0,8}?问\s*[：:]")
 _ANSWER_LINE = re.compile(r"^\s*(?:[\[【][^\]】\n]{0,16}[\]】])?\s*[^\s：:。，]{0,8}?答\s*[：:]")
 _POINTS_ELSEWHERE = re.compile(  # "参见第三题的答案。", "常用通便中成药见表2。"
@@ -993,6 +999,14 @@ def _choice_text(text: str, unit: Unit) -> str:
     return "\n".join(text[a:b].strip() for a, b in unit.items)
 
 
+def _asks(line: str) -> bool:
+    """A line that only asks: each of its sentences a question, once an exam's marks are set aside ("…是什么？（4分）；
+    …之内？（6分）"), or a task set ("2. 简述…的鉴别要点。", "问题2（诊断依据）：…", "…是什么？请写出诊断依据。")."""
+    line = _EXAM_MARKS.sub("", line)
+    pieces = [p.strip(" ；;") for p in re.split(r"(?<=[？?。！!])", line) if p.strip(" ；;。")]
+    return bool(pieces) and all(p.endswith(("？", "?")) or _EXAM_TASK.match(p) for p in pieces)
+
+
 def _as_asked(terms: list[Weighted]) -> list[Weighted]:
     """Within a passage: the terms told before the asking clause weigh TOLD_SHARE. "等一下要散瞳查眼底，检查完当天可以
     开车吗？": 散瞳 and 眼底 found the passage; of its sentences, the one on 开车 answers, not the one naming 眼底."""
@@ -1023,8 +1037,8 @@ def _unit_score(
         return None  # "编制订日期号 N 20 D 0 外 4. - 1 0 0 3 2": a PDF's form fields read across, characters apart
     if all(_ROSTER_LINE.match(line.strip()) for line in text.strip().split("\n")):
         return None  # "何 宏 中山大学中山眼科中心海南眼科医院": a guideline's list of its authors
-    if all(line.rstrip().endswith(("？", "?")) for line in text.split("\n") if line.strip()):
-        return None  # a question, or a list of them (an index of article titles), answers nothing
+    if all(_asks(line) for line in text.split("\n") if line.strip()):
+        return None  # a question, or a list of them (an index of article titles, an exam's), answers nothing
     if _QUESTION_LINE.match(_line_of(hit.text, unit.start)):
         return None  # a reader's question on a Q&A page ("[网友]问：…") is what was asked, never evidence
     if _POINTS_ELSEWHERE.search(_ANSWER_LINE.sub("", text)) and len(text.strip()) <= LABEL_CHARS + 10:
