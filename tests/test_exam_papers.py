@@ -4,6 +4,8 @@ before asking:
 
 - a multiple-choice item says its stem with the option its key names: the item with "D. 角膜基质内可见卫星灶和免疫
   环" and "答案：D" answers "真菌性角膜炎有什么特征性表现", never the item before it on another disease;
+- an explanation on the key's line ("答案：D  解析：…其中眶内段最长") is part of what the item says and is quoted
+  with it;
 - an item without a key answers nothing, and a guideline's lettered list (no question over it) is still a list;
 - options cut apart from their item by a passage's bounds ("B. …" with no stem) are no answer either;
 - a case analysis's answer that names the disease only in the line before ("（1）临床诊断：视网膜中央动
@@ -46,6 +48,13 @@ D. 角膜基质内可见卫星灶和免疫环
 
 3. 单纯疱疹病毒性角膜炎上皮型的典型表现是 A. 树枝状溃疡 B. 卫星灶 C. 前房积脓 D. 角膜穿孔
 答案：A
+
+4. 关于视神经的解剖分段，眶内段的长度约为？
+A. 1mm
+B. 9mm
+C. 16mm
+D. 25mm
+答案：D  解析：视神经分为眼内段、眶内段、管内段和颅内段四段，其中眶内段最长，约25mm。
 """
 
 UNKEYED = """# 眼科自测题（演示）
@@ -83,6 +92,14 @@ async def test_a_question_bank_item_answers_with_the_option_its_key_names(tmp_pa
     result = await service.ask("单纯疱疹病毒性角膜炎上皮型长什么样？")
     said = tldr(result.answer)
     assert "树枝状溃疡" in said and "答案：A" in said and "真菌性" not in said, result.answer[:600]
+
+
+async def test_an_items_explanation_on_its_keys_line_is_part_of_what_it_says(tmp_path):
+    service = library(tmp_path, {"眼科期末练习题（演示）.md": EXAM_PAPER})
+    result = await service.ask("视神经分成哪几段？哪一段最长？")
+    said = tldr(result.answer)
+    assert "眶内段的长度约为" in said and "答案：D" in said, result.answer[:600]  # the item whole, not its key line
+    assert "其中眶内段最长" in result.answer, result.answer[:800]  # quoted with its explanation
 
 
 async def test_an_item_without_a_key_answers_nothing(tmp_path):

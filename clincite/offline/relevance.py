@@ -692,7 +692,7 @@ def _passage(
         return None  # 青光眼 … 手术风险高: both words are there, but not the 青光眼手术 asked about
     wants_list = bool(set(part.aspects) & lex.list_aspects)
     if unit.kind == "choice":
-        text, lead = _choice_with_explanation(hit.text, unit, units), _choice_lead(hit.text, unit)
+        text, lead = _choice_with_explanation(hit.text, unit), _choice_lead(hit.text, unit)
     else:
         text = _with_context(hit.text, unit, units, terms, kinds=wants_list)
         lead = _with_context(hit.text, unit, units, [], forward=False, kinds=wants_list)
@@ -978,12 +978,22 @@ def _with_choices(text: str, units: list[Unit]) -> list[Unit]:
     return out
 
 
-def _choice_with_explanation(text: str, unit: Unit, units: list[tuple[Unit, list[str]]]) -> str:
-    """The item as quoted: stem, options and key, with the explanation that follows it ("解析：…") when there is one."""
-    following = next((u for u, _ in units if u.start >= unit.end), None)
-    if following is not None and _EXPLANATION.match(following.text(text)) and following.end - unit.start <= RUN_CHARS:
-        return text[unit.start : following.end]
-    return unit.text(text)
+def _choice_with_explanation(text: str, unit: Unit) -> str:
+    """The item as quoted: stem, options and key, with the explanation that follows it ("解析：…") when there is one
+    (on the key's line or the next), as long as the whole stays within RUN_CHARS."""
+    start, end = _explanation_after(text, unit.end)
+    return text[unit.start : end] if end > start and end - unit.start <= RUN_CHARS else unit.text(text)
+
+
+def _explanation_after(text: str, offset: int) -> tuple[int, int]:
+    """The span of the explanation right after an item's key ("答案：D  解析：…", or "解析：…" on the next line); an
+    empty span when none follows."""
+    gap = re.compile(r"[ \t]*\n?[ \t\n]*").match(text, offset)
+    start = gap.end() if gap else offset
+    if not _EXPLANATION.match(text, start):
+        return offset, offset
+    end = text.find("\n", start)
+    return start, len(text) if end < 0 else end
 
 
 def _choice_lead(text: str, unit: Unit) -> str:
@@ -995,8 +1005,10 @@ def _choice_lead(text: str, unit: Unit) -> str:
 
 
 def _choice_text(text: str, unit: Unit) -> str:
-    """What a choice item says: its stem and the options its key names (the unit's items, the stem first)."""
-    return "\n".join(text[a:b].strip() for a, b in unit.items)
+    """What a choice item says: its stem, the options its key names (the unit's items, the stem first) and the
+    explanation after its key."""
+    start, end = _explanation_after(text, unit.end)
+    return "\n".join([*(text[a:b].strip() for a, b in unit.items), text[start:end]]).strip()
 
 
 def _asks(line: str) -> bool:

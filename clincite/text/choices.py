@@ -23,6 +23,7 @@ _OPTION_LINE = re.compile(r"[ \t]*([A-H])[ \t]*[.．、)）:：][ \t]*\S")
 _INLINE_OPTION = re.compile(r"(?<![A-Za-z0-9])([A-H])[ \t]*[.．、)）][ \t]*(?=\S)")
 # a stem that asks: a question mark, a blank, 下列/以下/哪/什么…, or one ending in 是/为 (the option completes it)
 _ASKS = re.compile(r"[？?]|[（(]\s*[）)]|下列|以下|哪|何种|什么|多少|(?<!分)[是为][:：]?\s*$")
+_EXPLAINS = re.compile(r"[【\[]?(?:答案)?(?:解析|解释|分析|说明)[】\]]?\s*[:：]?")
 _KEY_WORD = r"[【\[]?(?:参考|标准|正确)?答案[】\]]?[ \t]*"
 _LETTERS = r"([A-H](?:[ \t、,，]*[A-H])*)(?![A-Za-z])"
 _INLINE_KEY = re.compile(rf"{_KEY_WORD}[:：][ \t]*{_LETTERS}")  # "…D. 结膜下出血答案：B"
@@ -52,6 +53,12 @@ def choice_items(text: str) -> list[Choice]:
         if item is not None:
             items.append(item)
     return items
+
+
+def _ends_key(rest: str) -> bool:
+    """What may follow a key on its line: nothing, or the key's explanation ("答案：D  解析：视神经分四段…")."""
+    rest = rest.strip(" \t。")
+    return not rest or bool(_EXPLAINS.match(rest))
 
 
 def stray_options(text: str, items: list[Choice] | None = None) -> list[tuple[int, int]]:
@@ -103,11 +110,9 @@ def _item_at(text: str, lines: list[tuple[int, int]], i: int) -> tuple[Choice | 
     if inline_key:  # "…D. 结膜下出血答案：B" on one line
         options[-1] = (options[-1][0], len(text[: inline_key.start()].rstrip()))
         letters, end = re.sub(r"[^A-H]", "", inline_key.group(1)), inline_key.end()
-    elif (
-        j < len(lines) and (key := _KEY.match(text, *lines[j])) and text[key.end() : lines[j][1]].strip() in ("", "。")
-    ):
+    elif j < len(lines) and (key := _KEY.match(text, *lines[j])) and _ends_key(text[key.end() : lines[j][1]]):
         letters = re.sub(r"[^A-H]", "", key.group(1))
-        end = lines[j][1]
+        end = key.end()  # an explanation on the key's line is the reader's to quote (`clincite.offline.relevance`)
         j += 1
     elif not _ASKS.search(stem.strip()):
         return None, i + 1  # "分级：A. … B. … C. …" in a guideline: a list of its own, no question
