@@ -6,6 +6,8 @@ before asking:
   环" and "答案：D" answers "真菌性角膜炎有什么特征性表现", never the item before it on another disease;
 - an explanation on the key's line ("答案：D  解析：…其中眶内段最长") is part of what the item says and is quoted
   with it;
+- an item whose question ("最可能的诊断是：") follows its case on the line before ("5. 患者，男，68岁，…樱桃红斑。")
+  is read from the case;
 - an item without a key answers nothing, and a guideline's lettered list (no question over it) is still a list;
 - options cut apart from their item by a passage's bounds ("B. …" with no stem) are no answer either;
 - a case analysis's answer that names the disease only in the line before ("（1）临床诊断：视网膜中央动
@@ -100,6 +102,39 @@ async def test_an_items_explanation_on_its_keys_line_is_part_of_what_it_says(tmp
     said = tldr(result.answer)
     assert "眶内段的长度约为" in said and "答案：D" in said, result.answer[:600]  # the item whole, not its key line
     assert "其中眶内段最长" in result.answer, result.answer[:800]  # quoted with its explanation
+
+
+def exam_docx(paragraphs: list[str]) -> bytes:
+    """A Word exam paper as students hand it in: one paragraph per line, no list styles."""
+    import io
+
+    from docx import Document
+
+    document = Document()
+    for paragraph in paragraphs:
+        document.add_paragraph(paragraph)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+CASE_ITEM = [
+    "眼科期末练习题（演示）",
+    "本文为演示材料，用于软件测试，不作为临床依据。",
+    "5. 患者，男，68岁，右眼突然无痛性视力下降1小时，眼底见黄斑樱桃红斑。",
+    "最可能的诊断是：",
+    "A. 视网膜中央静脉阻塞",
+    "B. 视网膜中央动脉阻塞",
+    "C. 孔源性视网膜脱离",
+    "答案：B",
+]
+
+
+async def test_an_item_is_read_from_the_case_told_before_its_question(tmp_path):
+    service = library(tmp_path, {"眼科期末练习题（演示）.docx": exam_docx(CASE_ITEM), **RETINA_LIBRARY})
+    result = await service.ask("右眼突然无痛性视力下降，眼底黄斑樱桃红斑，最可能是什么病？")
+    said = tldr(result.answer)
+    assert "樱桃红斑" in said and "B. 视网膜中央动脉阻塞" in said and "答案：B" in said, result.answer[:600]
 
 
 async def test_an_item_without_a_key_answers_nothing(tmp_path):

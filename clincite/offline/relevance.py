@@ -988,7 +988,7 @@ def _choice_with_explanation(text: str, unit: Unit) -> str:
 def _explanation_after(text: str, offset: int) -> tuple[int, int]:
     """The span of the explanation right after an item's key ("答案：D  解析：…", or "解析：…" on the next line); an
     empty span when none follows."""
-    gap = re.compile(r"[ \t]*\n?[ \t\n]*").match(text, offset)
+    gap = re.compile(r"[ \t。]*\n?[ \t\n]*").match(text, offset)
     start = gap.end() if gap else offset
     if not _EXPLANATION.match(text, start):
         return offset, offset

@@ -13,9 +13,10 @@ them on a line of its own (答案：C, 【答案】C, 标准答案：C, 正确�
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
+VIGNETTE_LINES = 2  # a case told over at most this many lines before the stem line that asks
 MIN_OPTIONS = 3  # "A. … B. …" alone may be two cases of a text; three options in order are a question's
 LETTERS = "ABCDEFGH"
 _OPTION_LINE = re.compile(r"[ \t]*([A-H])[ \t]*[.．、)）:：][ \t]*\S")
@@ -24,6 +25,7 @@ _INLINE_OPTION = re.compile(r"(?<![A-Za-z0-9])([A-H])[ \t]*[.．、)）][ \t]*(?
 # a stem that asks: a question mark, a blank, 下列/以下/哪/什么…, or one ending in 是/为 (the option completes it)
 _ASKS = re.compile(r"[？?]|[（(]\s*[）)]|下列|以下|哪|何种|什么|多少|(?<!分)[是为][:：]?\s*$")
 _EXPLAINS = re.compile(r"[【\[]?(?:答案)?(?:解析|解释|分析|说明)[】\]]?\s*[:：]?")
+_NUMBERED = re.compile(r"[ \t]*(?:\d+[.．、]|[【\[（(]\d+[】\]）)]|第\s*\d+\s*题)")  # "5. ", "【38】", "第 34 题"
 _KEY_WORD = r"[【\[]?(?:参考|标准|正确)?答案[】\]]?[ \t]*"
 _LETTERS = r"([A-H](?:[ \t、,，]*[A-H])*)(?![A-Za-z])"
 _INLINE_KEY = re.compile(rf"{_KEY_WORD}[:：][ \t]*{_LETTERS}")  # "…D. 结膜下出血答案：B"
@@ -49,10 +51,25 @@ def choice_items(text: str) -> list[Choice]:
     items: list[Choice] = []
     i = 0
     while i < len(lines):
+        start = i
         item, i = _item_at(text, lines, i)
         if item is not None:
-            items.append(item)
+            items.append(_with_vignette(text, lines, start, item, items[-1].end if items else 0))
     return items
+
+
+def _with_vignette(text: str, lines: list[tuple[int, int]], stem_line: int, item: Choice, floor: int) -> Choice:
+    """An item whose stem line carries no number ("最可能的诊断是：") starts at the numbered line of its case just
+    before it ("5. 患者，男，68岁，突然…"), up to VIGNETTE_LINES back; otherwise as found."""
+    if _NUMBERED.match(text, item.start):
+        return item
+    for back in range(stem_line - 1, max(stem_line - 1 - VIGNETTE_LINES, -1), -1):
+        start, end = lines[back]
+        if start < floor or _OPTION_LINE.match(text, start, end) or _KEY.match(text, start, end):
+            return item
+        if _NUMBERED.match(text, start):
+            return replace(item, start=start, stem=(start, item.stem[1]))
+    return item
 
 
 def _ends_key(rest: str) -> bool:
