@@ -28,7 +28,7 @@ from typing import Protocol
 from clincite.core.shapes import Hit
 from clincite.offline.lexicon import Lexicon, get_lexicon
 from clincite.offline.questions import MEASURED, NAMING_RARITY, Ask, Term, compound
-from clincite.text.choices import choice_items, stray_options
+from clincite.text.choices import choice_items, explanation_after, stray_options
 from clincite.text.script import fold
 from clincite.text.tokenizer import get_tokenizer
 from clincite.text.units import Unit, is_reference, sentences, spaced_out, split_units
@@ -136,7 +136,6 @@ _CALENDAR_DATE = re.compile(
 )
 _NUMBER_GAP = r"[\d.,，～~至到\-–—一二三四五六七八九十两半百千万个多余左右约\s]{0,8}?"  # 1至3个、两三
 # An interview or a Q&A page: "[网友乖乖女]问：…" asks, "[嘉宾江睿]答：…" answers (also 问：/答：, 患者问：)
-_EXPLANATION = re.compile(r"\s*(?:[【\[](?:答案)?解析[】\]]|(?:答案)?(?:解析|解释|分析)\s*[:：])")  # a key's reasoning
 # an exam's marks ("（4分）") and the notes it writes after a question ("？（请至少列举4项具体措施）")
 _EXAM_MARKS = re.compile(r"[（(]\s*\d+(?:\.\d+)?\s*分\s*[）)]|(?<=[？?])\s*[（(][^（）()\n]{0,24}[）)]")
 _EXAM_TASK = re.compile(  # "2. 简述…", "试述…", "请列举…", "问题2（诊断依据）：…": a task set, not a statement
@@ -981,19 +980,8 @@ def _with_choices(text: str, units: list[Unit]) -> list[Unit]:
 def _choice_with_explanation(text: str, unit: Unit) -> str:
     """The item as quoted: stem, options and key, with the explanation that follows it ("解析：…") when there is one
     (on the key's line or the next), as long as the whole stays within RUN_CHARS."""
-    start, end = _explanation_after(text, unit.end)
+    start, end = explanation_after(text, unit.end)
     return text[unit.start : end] if end > start and end - unit.start <= RUN_CHARS else unit.text(text)
-
-
-def _explanation_after(text: str, offset: int) -> tuple[int, int]:
-    """The span of the explanation right after an item's key ("答案：D  解析：…", or "解析：…" on the next line); an
-    empty span when none follows."""
-    gap = re.compile(r"[ \t。]*\n?[ \t\n]*").match(text, offset)
-    start = gap.end() if gap else offset
-    if not _EXPLANATION.match(text, start):
-        return offset, offset
-    end = text.find("\n", start)
-    return start, len(text) if end < 0 else end
 
 
 def _choice_lead(text: str, unit: Unit) -> str:
@@ -1007,7 +995,7 @@ def _choice_lead(text: str, unit: Unit) -> str:
 def _choice_text(text: str, unit: Unit) -> str:
     """What a choice item says: its stem, the options its key names (the unit's items, the stem first) and the
     explanation after its key."""
-    start, end = _explanation_after(text, unit.end)
+    start, end = explanation_after(text, unit.end)
     return "\n".join([*(text[a:b].strip() for a, b in unit.items), text[start:end]]).strip()
 
 

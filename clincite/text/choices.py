@@ -24,7 +24,8 @@ _OPTION_LINE = re.compile(r"[ \t]*([A-H])[ \t]*[.．、)）:：][ \t]*\S")
 _INLINE_OPTION = re.compile(r"(?<![A-Za-z0-9])([A-H])[ \t]*[.．、)）][ \t]*(?=\S)")
 # a stem that asks: a question mark, a blank, 下列/以下/哪/什么…, or one ending in 是/为 (the option completes it)
 _ASKS = re.compile(r"[？?]|[（(]\s*[）)]|下列|以下|哪|何种|什么|多少|(?<!分)[是为][:：]?\s*$")
-_EXPLAINS = re.compile(r"[【\[]?(?:答案)?(?:解析|解释|分析|说明)[】\]]?\s*[:：]?")
+_EXPLANATION = re.compile(r"\s*(?:[【\[](?:答案)?解析[】\]]|(?:答案)?(?:解析|解释|分析)\s*[:：])")  # a key's reasoning
+_KEY_TO_EXPLANATION = re.compile(r"[ \t。]*\n?[ \t\n]*")  # "答案：B。解析：…", or 解析 on the next line
 _NUMBERED = re.compile(r"[ \t]*(?:\d+[.．、]|[【\[（(]\d+[】\]）)]|第\s*\d+\s*题)")  # "5. ", "【38】", "第 34 题"
 _KEY_WORD = r"[【\[]?(?:参考|标准|正确)?答案[】\]]?[ \t]*"
 _LETTERS = r"([A-H](?:[ \t、,，]*[A-H])*)(?![A-Za-z])"
@@ -75,7 +76,17 @@ def _with_vignette(text: str, lines: list[tuple[int, int]], stem_line: int, item
 def _ends_key(rest: str) -> bool:
     """What may follow a key on its line: nothing, or the key's explanation ("答案：D  解析：视神经分四段…")."""
     rest = rest.strip(" \t。")
-    return not rest or bool(_EXPLAINS.match(rest))
+    return not rest or bool(_EXPLANATION.match(rest))
+
+
+def explanation_after(text: str, offset: int) -> tuple[int, int]:
+    """The span of the explanation right after an item's key ("答案：D  解析：…", or "解析：…" on the next line); an
+    empty span when none follows."""
+    start = _KEY_TO_EXPLANATION.match(text, offset).end()
+    if not _EXPLANATION.match(text, start):
+        return offset, offset
+    end = text.find("\n", start)
+    return start, len(text) if end < 0 else end
 
 
 def stray_options(text: str, items: list[Choice] | None = None) -> list[tuple[int, int]]:
