@@ -22,7 +22,7 @@ from clincite.ingest.chunking import chunk_document
 from clincite.ingest.loaders import load_markdown
 from clincite.ingest.pipeline import Ingestor
 from clincite.kb.store import KnowledgeBase
-from clincite.retrieval.search import VECTOR_STORE_DOWN_NOTICE, HybridSearcher
+from clincite.retrieval.search import KB_BEING_WRITTEN_NOTICE, VECTOR_STORE_DOWN_NOTICE, HybridSearcher
 
 NEW_DOC = "# 巩膜镜验配\n\n## 适应症\n\n巩膜镜适用于圆锥角膜和严重干眼患者，镜片支撑在巩膜上而不接触角膜。\n"
 
@@ -117,6 +117,50 @@ async def test_a_new_version_is_swapped_in_in_the_background_while_the_old_one_s
     assert bm25[0].source == "巩膜镜.md"
     semantic = await searcher.search("巩膜镜适用于圆锥角膜和严重干眼患者", mode="semantic")
     assert semantic[0].source == "巩膜镜.md", "the new Chroma view sees vectors written by the other process"
+
+
+# --- an ingest writing while the app reads ------------------------------------------------------------------------
+
+
+async def test_questions_asked_while_an_ingest_writes_are_answered_without_loading_its_vectors(tmp_path):
+    """A fresh Chroma view that loads its index files while an ingest rewrites them kills the app (chromadb 1.5.9:
+    a segmentation fault, `bench/chroma_read_during_write.py`). While the writer lock is held the question is
+    answered from the keyword index and says why; once the ingest is done, hybrid search comes back by itself."""
+    settings, _ = two_doc_kb(tmp_path)
+    kb = KnowledgeBase(settings)
+    searcher = HybridSearcher(settings, kb)
+    ingest = kb.writer_lock(0)  # what an ingest holds for its whole run, in this process or another
+    try:
+        during = await searcher.search_many(["低浓度阿托品的副作用"])
+    finally:
+        ingest.release()
+    assert during[0][0].source == ATROPINE and all(h.found_by == ["bm25"] for h in during[0])
+    assert during.notice == KB_BEING_WRITTEN_NOTICE
+    assert searcher._view.vectors._client is None, "the view opened the store the ingest was writing"
+    assert not searcher.vector_store_down, "an ingest is not an outage"
+    after = await searcher.search_many(["低浓度阿托品的副作用"])
+    assert after.notice is None and any("semantic" in h.found_by for h in after[0])
+    kb.close()
+
+
+async def test_a_version_published_while_another_ingest_writes_is_swapped_in_after_it(tmp_path):
+    settings, docs = two_doc_kb(tmp_path, kb_reload_interval=3600)
+    kb = KnowledgeBase(settings)
+    searcher = HybridSearcher(settings, kb)
+    await searcher.search("低浓度阿托品的副作用")  # the first version served, its vectors loaded
+    (docs / "巩膜镜.md").write_text(NEW_DOC, encoding="utf-8")
+    Ingestor(settings, kb).run([docs])  # publishes the next version …
+    published = kb.published_bm25()["version"]
+    ingest = kb.writer_lock(0)  # … and the next ingest begins before the app looks
+    try:
+        assert searcher.refresh() < published, "a view of vectors being written was swapped in"
+    finally:
+        ingest.release()
+    assert searcher.stats["kb_reload_failures"] == 0
+    assert searcher.refresh() == published
+    semantic = await searcher.search("巩膜镜适用于圆锥角膜和严重干眼患者", mode="semantic")
+    assert semantic[0].source == "巩膜镜.md"
+    kb.close()
 
 
 # --- the vector store goes away and comes back --------------------------------------------------------------------

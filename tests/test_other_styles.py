@@ -10,6 +10,7 @@ Every document here is demo material written for these tests (标注"演示"); i
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -1087,3 +1088,43 @@ async def test_a_number_further_on_must_be_about_what_was_asked(tmp_path):
     service = library(tmp_path, {"儿童近视防控方法（演示）.md": ORTHO_K_EFFECT, "框架眼镜（演示）.md": GLASSES})
     result = await service.ask("角膜塑形镜每晚要戴几个小时？")
     assert "未找到" in tldr(result.answer), result.answer
+
+
+SITE_STRINGS = """白内障手术须知（演示）
+
+    cataract_head: "白内障手术须知（演示）｜某眼科中心"
+    cataract_title_son1: 手术后要注意什么？
+    cataract_text1: 白内障手术后一周内不要让脏水进入眼睛，洗头时可仰头冲洗或请家人帮忙。
+    cataract_text2: |
+            术后一个月内避免游泳，
+            以免眼部感染。
+    cataract_text3: 术后两星期内晚上睡觉时要戴上护眼罩，以免无意中揉眼或碰撞。
+    cataract_btn1: 立即预约检查
+    cataract_note: '*以上为演示内容，不作临床建议'
+"""
+
+
+async def test_a_key_value_file_is_read_as_its_values(tmp_path):
+    """A web site's string file saved as text (YAML lines "cataract_text1: …"): the keys name things for programs;
+    no quote or TL;DR opens with one, and a value carried on the lines after "|" is text like any other."""
+    service = library(tmp_path, {"白内障手术须知（演示）.txt": SITE_STRINGS})
+    washing = await service.ask("白内障做完以后洗头要注意什么？")
+    assert "仰头冲洗" in tldr(washing.answer)
+    swimming = await service.ask("白内障术后多久可以去游泳？")
+    assert "一个月" in tldr(swimming.answer)
+    shield = await service.ask("白内障做完晚上睡觉要戴眼罩，一般戴几个星期？")  # 两星期: a count in words
+    assert "两星期" in tldr(shield.answer)
+    for result in (washing, swimming, shield):
+        assert not re.search(r"cataract_\w+:", result.answer), result.answer
+        assert result.citations and all(c.verified for c in result.citations)
+
+
+def test_a_text_of_labelled_lines_for_people_keeps_its_labels():
+    """Lines labelled in English for a reader ("VA: 0.8", "IOP: 15 mmHg") are not a program's keys: kept as written."""
+    from clincite.ingest.loaders.text import plain_document
+
+    record = (
+        "验光记录（演示）\n\nVA: 右眼 0.8，左眼 1.0\nIOP: 15 mmHg\nSphere: -2.50 D\nAxial: 24.6 mm\nPlan: 半年后复查\n"
+    )
+    text = plain_document(record, "验光记录（演示）").text
+    assert "IOP: 15 mmHg" in text and "Plan: 半年后复查" in text

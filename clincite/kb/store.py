@@ -33,12 +33,12 @@ from clincite.kb.bm25 import BM25Index
 from clincite.kb.catalogue import Catalogue
 from clincite.kb.originals import FileOriginalStore, OriginalStore
 from clincite.kb.shared_originals import DatabaseOriginalStore
-from clincite.kb.vectors import VectorStore, collection_name
+from clincite.kb.vectors import WRITER_LOCK_FILE, VectorStore, collection_name
 
 CATALOGUE_FILE = "catalogue.sqlite3"
 BM25_DIR = "bm25"
 ORIGINALS_DIR = "originals"
-LOCK_FILE = "ingest.lock"
+LOCK_FILE = WRITER_LOCK_FILE
 BM25_POINTER_KEY = "bm25_published"  # meta row of a shared catalogue: {"version": n, "dir": name}
 BM25_PART_BYTES = 16 * 2**20  # index files go into the database in parts of this size
 WRITER_LOCK_KEY = 0x434C494E  # PostgreSQL advisory lock id of the ingest writer ("CLIN")
@@ -86,9 +86,22 @@ class KnowledgeBase:
 
         An OS lock (fcntl) on a file in the KB folder, or with a shared catalogue a PostgreSQL advisory lock held by
         one connection: either is released when its process dies, so a SIGKILLed ingest never leaves the KB locked.
+        With a shared catalogue and vectors on this disk (embedded Chroma) it holds both: the app's views read the
+        file lock before they load vectors (`clincite.kb.vectors`).
         """
-        if self.catalogue.shared:
-            return SharedWriterLock(self.catalogue, timeout)
+        if not self.catalogue.shared:
+            return self._file_lock(timeout)
+        shared = SharedWriterLock(self.catalogue, timeout)
+        if self.settings.chroma_host:
+            return shared
+        try:  # vectors on this disk: the app's views look at the file lock before they load them
+            shared.also_hold(self._file_lock(timeout))
+        except BaseException:
+            shared.release()
+            raise
+        return shared
+
+    def _file_lock(self, timeout: float) -> FileLock:
         lock = FileLock(str(self.dir / LOCK_FILE))
         try:
             lock.acquire(timeout=timeout)
@@ -201,6 +214,7 @@ class SharedWriterLock:
     POLL_SECONDS = 0.2
 
     def __init__(self, catalogue: Catalogue, timeout: float):
+        self._also: FileLock | None = None
         self._connection = catalogue.engine.connect()
         deadline = time.monotonic() + timeout
         while not self._connection.execute(
@@ -213,12 +227,18 @@ class SharedWriterLock:
             time.sleep(self.POLL_SECONDS)
         self._connection.commit()
 
+    def also_hold(self, lock: FileLock) -> None:
+        """Release `lock` with this one."""
+        self._also = lock
+
     def release(self) -> None:
         try:
             self._connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": WRITER_LOCK_KEY})
             self._connection.commit()
         finally:
             self._connection.close()
+            if self._also is not None:
+                self._also.release()
 
 
 def now() -> float:

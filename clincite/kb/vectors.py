@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from clincite.core.settings import Settings
 
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; embedded Chroma there is one process's anyway
+    fcntl = None
+
 CHROMA_DIR = "chroma"
+WRITER_LOCK_FILE = "ingest.lock"  # held exclusively by ingest for its whole run (`KnowledgeBase.writer_lock`)
+_LOCK_CONTENTION = {errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES}
+
+
+class StoreBeingWritten(RuntimeError):
+    """An ingest is writing the embedded store: a view that has not loaded it yet must not load it now."""
 
 
 def collection_name(prefix: str, embedding_model: str) -> str:
@@ -25,6 +40,12 @@ class VectorStore:
     `read_only` is the app's view: it never creates the collection (ingest is the only writer) and a missing
     collection reads as empty. Embedded Chroma is not multi-process: a view opened before an ingest added vectors
     does not see them, so the app opens a fresh view per published KB version (see `clincite.retrieval.search`).
+
+    A view's first query loads the index files from disk. chromadb 1.5.9 dies of a segmentation fault when that
+    load meets an ingest rewriting them (in this process or another: bench/README.md, "Reading while ingest
+    writes"); a view that has loaded keeps serving safely while ingest writes. So the first query of an embedded
+    view holds a shared lock on the writer's lock file, and raises `StoreBeingWritten` instead of waiting while an
+    ingest holds it.
     """
 
     def __init__(self, settings: Settings, kb_dir: Path, embedding_model: str, read_only: bool = False):
@@ -35,6 +56,8 @@ class VectorStore:
         self._client = None
         self._collection = None
         self._lock = threading.Lock()
+        self._loads_under_lock = read_only and _on_this_disk(settings)
+        self._loaded = False
 
     def _open(self):
         import chromadb  # ~1 s import: only when vectors are actually needed
@@ -101,15 +124,58 @@ class VectorStore:
         """Top-k (chunk id, cosine similarity) per query embedding."""
         if not embeddings:
             return []
-        collection = self.collection
-        if collection is None:
-            return [[] for _ in embeddings]
-        # Chroma 1.5 returns what it has when k exceeds the collection: no count() round trip per query.
-        result = collection.query(query_embeddings=embeddings, n_results=k, include=["distances"])
+        with self._loading():
+            collection = self.collection
+            if collection is None:
+                return [[] for _ in embeddings]
+            # Chroma 1.5 returns what it has when k exceeds the collection: no count() round trip per query.
+            result = collection.query(query_embeddings=embeddings, n_results=k, include=["distances"])
         return [
             [(cid, 1.0 - float(dist)) for cid, dist in zip(ids, dists)]
             for ids, dists in zip(result["ids"], result["distances"])
         ]
+
+    @contextmanager
+    def _loading(self) -> Iterator[None]:
+        """Around a query: the first one of an embedded read-only view loads the store, never while ingest writes."""
+        if self._loaded or not self._loads_under_lock:
+            yield
+            return
+        with _shared_hold(self._kb_dir / WRITER_LOCK_FILE):
+            yield
+        self._loaded = True
+
+
+def _on_this_disk(settings: Settings) -> bool:
+    """Embedded Chroma, where the writer's file lock guards the vectors (a Chroma server guards its own)."""
+    return not settings.chroma_host and fcntl is not None
+
+
+def ingest_writing(settings: Settings, kb_dir: Path) -> bool:
+    """An ingest is writing this KB's embedded vectors now: a fresh view could not load them (cheap to ask)."""
+    if not _on_this_disk(settings):
+        return False
+    try:
+        with _shared_hold(kb_dir / WRITER_LOCK_FILE):
+            return False
+    except StoreBeingWritten:
+        return True
+
+
+@contextmanager
+def _shared_hold(lock_file: Path) -> Iterator[None]:
+    """A shared flock on the writer's lock file for the block, not waited for: ingest holds it exclusively."""
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in _LOCK_CONTENTION:
+                raise StoreBeingWritten(f"an ingest is writing {lock_file.parent}") from None
+            raise
+        yield
+    finally:
+        os.close(fd)  # releases the flock
 
 
 def _fresh_identity(path: Path) -> str:

@@ -30,7 +30,7 @@ from clincite.core.shapes import Chunk, Degradation, Hit
 from clincite.kb.bm25 import BM25Index
 from clincite.kb.embeddings import OFF_TOPIC_PROBES, BatchedQueryEncoder, Embedder, get_embedder, noise_floor
 from clincite.kb.store import KnowledgeBase
-from clincite.kb.vectors import VectorStore
+from clincite.kb.vectors import StoreBeingWritten, VectorStore, ingest_writing
 from clincite.retrieval.rerank import get_reranker
 from clincite.text.tokenizer import get_tokenizer
 
@@ -42,6 +42,8 @@ VIEW_CLOSE_DELAY = 30.0  # seconds an old Chroma view stays open after a swap, f
 SearchMode = Literal["hybrid", "bm25", "semantic"]
 
 VECTOR_STORE_DOWN_NOTICE = "向量库暂时无法连接，本次仅使用 BM25 关键词检索，结果可能不完整；恢复后会自动改回混合检索。"
+KB_BEING_WRITTEN_NOTICE = "知识库正在更新（有导入正在进行），本次仅使用 BM25 关键词检索；导入完成后自动恢复混合检索。"
+INGEST_RUNNING = "an ingest is writing the embedded vector store: this view loads it once the ingest ends"
 BM25_MISSING_NOTICE = "关键词索引尚未建立或已损坏，本次仅使用语义检索。请管理员运行 `python ingest.py 文档目录/` 重建。"
 
 
@@ -160,6 +162,8 @@ class HybridSearcher:
         if with_embeddings and self.embedder.available() and view.vectors is not None:
             try:
                 view.vectors.query(self.embedder.encode_queries(["预热"]).tolist(), 1)
+            except StoreBeingWritten:  # a first-run ingest: the first question after it loads the vectors
+                log.info("Vectors not warmed: an ingest is writing them")
             except Exception as exc:  # the vector store may be down at start: questions will say so
                 log.warning("Vector store not reachable at warm-up (%s: %s)", type(exc).__name__, exc)
 
@@ -217,14 +221,23 @@ class HybridSearcher:
 
     def _reload(self) -> None:
         started = time.perf_counter()
+        if ingest_writing(self.settings, self.kb.dir):  # a later ingest began: its end publishes again
+            log.info("A newer KB version waits: an ingest is writing the vectors")
+            return
         try:
             new = self._open_view()
             if new.vectors is not None and self.embedder.error is None and self.embedder.loaded:
                 # The first query of a fresh Chroma view loads its HNSW index: pay that here, not in a question.
                 try:
                     new.vectors.query(self.embedder.encode_queries(["预热"]).tolist(), 1)
+                except StoreBeingWritten:
+                    raise
                 except Exception as exc:
                     log.warning("New vector view not warmed (%s: %s)", type(exc).__name__, exc)
+        except StoreBeingWritten:  # another ingest began after this version was published: the next check retries
+            log.info("KB version %s not swapped in yet: an ingest is writing the vectors", new.version)
+            new.vectors.close()
+            return
         except Exception:
             self.stats["kb_reload_failures"] += 1
             log.exception("Loading the newly published KB failed; the previous version keeps serving")
@@ -332,6 +345,8 @@ class HybridSearcher:
                 loop.run_in_executor(self._vector_pool, self._query_vectors, view, vectors, depth),
                 self.settings.vector_store_timeout,
             )
+        except StoreBeingWritten:  # not a failure of the store: the next question looks again
+            return empty, INGEST_RUNNING
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             self.stats["vector_store_failures"] += 1
@@ -391,6 +406,8 @@ class HybridSearcher:
             failed["semantic"] = sem_failure
             if self.embedder.error is not None:
                 notice, component = str(self.embedder.error), "embeddings"
+            elif sem_failure == INGEST_RUNNING:
+                notice, component = KB_BEING_WRITTEN_NOTICE, "vector_store"
             else:
                 notice, component = VECTOR_STORE_DOWN_NOTICE, "vector_store"
         if view.bm25 is None and mode != "semantic" and await asyncio.to_thread(self.kb.catalogue.document_count):

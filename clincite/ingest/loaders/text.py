@@ -88,12 +88,19 @@ _CHINESE = "\u4e00-\u9fff\u3000-\u303f\uff00-\uffef"  # Han characters and full-
 _SPACE_BY_CHINESE = re.compile(f"(?<=[{_CHINESE}]) | (?=[{_CHINESE}])")
 _STRAY_PUNCTUATION = re.compile(r"^[。．，、；：！？）」』”’)\]]{1,3}$")
 _ITEM_START = re.compile(r"^(?:[（(]\d{1,2}[）)]|\d{1,2}[.、．](?!\d)|[\u2460-\u2473\u2776-\u277f])")
+# A key of a key-value file (YAML, .properties, a web site's strings): a name for programs, before ":" or "="
+_KEY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s?[:=](?:\s+|$)")
+# … a name only a program gives ("service_cataract_text1", "btn2", "iolTable"); "VA: 0.8" is a label for people
+_MACHINE_NAME = re.compile(r"[_\d]|[a-z][A-Z]")
+_BLOCK_MARK = {"|", ">", "|-", ">-", "|+", ">+"}  # YAML: the value is on the lines that follow
+KEYED_SHARE = 0.6  # a text with this share of its lines keyed by program names is a key-value file …
+MIN_KEYED_LINES = 5  # … when it has at least this many
 
 
 def plain_document(text: str, title: str) -> LoadedDocument:
     """A plain text: one paragraph per line, or per paragraph of wrapped lines; Chinese-numbered lines head
     sections. The file name stays the title (a text's first line is as often a notice's heading as its title)."""
-    lines = [_line(raw) for raw in clean_text(text).split("\n")]
+    lines = [_line(raw) for raw in _values_of_keyed_lines(clean_text(text)).split("\n")]
     lines = _with_stray_punctuation_joined([line for line in lines if not (line.text and PAGE_NUMBER.match(line.text))])
     width = _wrap_width(lines)
     fragmented = not width and _fragmented(lines)
@@ -122,6 +129,39 @@ def plain_document(text: str, title: str) -> LoadedDocument:
                 flush()
     flush()
     return builder.build()
+
+
+def _values_of_keyed_lines(text: str) -> str:
+    """A key-value file saved as text ("service_cataract_text1: 白內障是香港常見眼疾之一…", a web site's strings, YAML,
+    .properties) reads as its values, one per line: the keys name things for programs, and a quote or a TL;DR must
+    not open with one. A key without a value (a group's) leaves a blank line. Other texts are returned as they are."""
+    lines = text.split("\n")
+    filled = sum(1 for line in lines if line.strip())
+    keyed = sum(1 for line in lines if (key := _KEY.match(line)) and _MACHINE_NAME.search(key.group(1)))
+    if keyed < MIN_KEYED_LINES or keyed < KEYED_SHARE * filled:
+        return text
+    values: list[str] = []
+    block: list[str] | None = None  # the lines of a value written after "|" or ">", one text
+    for line in lines:
+        key = _KEY.match(line)
+        if block is not None and not key:
+            block.append(line.strip())
+            continue
+        if block:
+            values.append(join_lines(block))
+        value = (line[key.end() :] if key else line).strip()
+        block = [] if value in _BLOCK_MARK else None
+        values.append("" if block is not None else _unquoted(value))
+    if block:
+        values.append(join_lines(block))
+    return "\n".join(values)
+
+
+def _unquoted(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        inner = value[1:-1]
+        return inner.replace("''", "'") if value[0] == "'" else inner
+    return value
 
 
 def _opening_heading(lines: list[_Line], width: int) -> int | None:
