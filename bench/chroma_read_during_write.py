@@ -29,7 +29,8 @@ BATCH = 1000
 
 SIZES = f"BATCH, DIM = {BATCH}, {DIM}\n"
 
-WRITER = (
+# Both processes: argv is [KB folder, their own argument, the project's root]
+PREAMBLE = (
     SIZES
     + """
 import sys, numpy as np
@@ -37,9 +38,16 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[-1])
 from clincite.core.settings import load_settings
 from clincite.kb.store import KnowledgeBase
-from clincite.kb.vectors import VectorStore
-kb_dir, batches = Path(sys.argv[1]), int(sys.argv[2])
+from clincite.kb.vectors import StoreBeingWritten, VectorStore
+kb_dir = Path(sys.argv[1])
 settings = load_settings().model_copy(update={"kb_dir": kb_dir, "chroma_host": None})
+"""
+)
+
+WRITER = (
+    PREAMBLE
+    + """
+batches = int(sys.argv[2])
 lock = KnowledgeBase(settings).writer_lock(60)
 store = VectorStore(settings, kb_dir, "bench-model")
 rng = np.random.default_rng(1)
@@ -52,15 +60,9 @@ lock.release()
 )
 
 READER = (
-    SIZES
+    PREAMBLE
     + """
-import sys, numpy as np
-from pathlib import Path
-sys.path.insert(0, sys.argv[-1])
-from clincite.core.settings import load_settings
-from clincite.kb.vectors import StoreBeingWritten, VectorStore
-kb_dir, writer_done = Path(sys.argv[1]), Path(sys.argv[2])
-settings = load_settings().model_copy(update={"kb_dir": kb_dir, "chroma_host": None})
+writer_done = Path(sys.argv[2])
 rng = np.random.default_rng(2)
 loads = refused = 0
 while not writer_done.exists():  # the parent creates it when the writer has ended
