@@ -17,6 +17,7 @@ import pytest
 from conftest import SAMPLE_KB, make_settings
 
 from clincite.core.shapes import ChatTurn
+from clincite.ingest.loaders.text import plain_document
 from clincite.ingest.pipeline import Ingestor
 from clincite.kb.embeddings import Embedder
 from clincite.kb.store import KnowledgeBase
@@ -1100,6 +1101,12 @@ SITE_STRINGS = """白内障手术须知（演示）
             以免眼部感染。
     cataract_text3: 术后两星期内晚上睡觉时要戴上护眼罩，以免无意中揉眼或碰撞。
     cataract_btn1: 立即预约检查
+    cataract_sign_title: 术后出现以下情况请立即复诊
+    cataract_sign1: 眼痛加剧
+    cataract_sign2: 视力骤降
+    cataract_sign3: 眼红加重
+    cataract_sign4: 分泌物增多
+    cataract_sign5: 看到闪光
     cataract_note: '*以上为演示内容，不作临床建议'
 """
 
@@ -1121,10 +1128,98 @@ async def test_a_key_value_file_is_read_as_its_values(tmp_path):
 
 def test_a_text_of_labelled_lines_for_people_keeps_its_labels():
     """Lines labelled in English for a reader ("VA: 0.8", "IOP: 15 mmHg") are not a program's keys: kept as written."""
-    from clincite.ingest.loaders.text import plain_document
-
     record = (
         "验光记录（演示）\n\nVA: 右眼 0.8，左眼 1.0\nIOP: 15 mmHg\nSphere: -2.50 D\nAxial: 24.6 mm\nPlan: 半年后复查\n"
     )
     text = plain_document(record, "验光记录（演示）").text
     assert "IOP: 15 mmHg" in text and "Plan: 半年后复查" in text
+
+
+def test_the_short_values_of_a_key_value_file_stay_apart():
+    """A table kept as keys, a cell each ("exam_item1: 眼底照相"): a text of such short lines is not a web page cut at
+    every inline tag, whose lines run on to a sentence's end; its cells stay apart."""
+    exams = ["眼底照相", "视野分析", "眼压测量", "医学验光", "角膜地形图", "眼轴测量"]
+    strings = "检查项目（演示）\n\n" + "".join(f"    exam_item{i}: {name}\n" for i, name in enumerate(exams, 1))
+    text = plain_document(strings, "检查项目（演示）").text
+    assert "眼底照相\n\n视野分析" in text and "exam_item" not in text
+
+
+AMD_ADVICE = """# 预防老年性黄斑变性（演示）
+
+## 生活方式
+
+戒烟
+
+吸烟者患老年性黄斑变性的风险约为不吸烟者的2至4倍。
+
+控制血压
+
+高血压会损害视网膜的小血管，应定期测量，遵医嘱用药。
+
+均衡饮食
+
+多吃深绿色蔬菜和鱼类，有助于保护黄斑。
+
+定期检查
+
+五十岁以后宜每年检查一次眼底。
+"""
+
+
+async def test_a_number_asked_of_a_labelled_list_comes_with_its_item(tmp_path):
+    """Labels, each over the paragraph that explains it: a TL;DR of the labels alone ("戒烟；控制血压；…") drops the
+    number asked. The item that gives it leads; 抽烟 is the 吸烟 the leaflet writes, and "增加多少" asks for 倍."""
+    service = library(tmp_path, {"预防老年性黄斑变性（演示）.md": AMD_ADVICE})
+    result = await service.ask("抽烟会让得黄斑变性的风险增加多少？")
+    assert "2至4倍" in tldr(result.answer), result.answer
+    assert result.citations and all(c.verified for c in result.citations)
+
+
+AMBLYOPIA_KINDS = """# 弱视的类型（演示）
+
+## 常见类型
+
+斜视性弱视
+
+斜视使两眼不能同时注视同一目标，大脑抑制偏斜眼的图像，久之该眼视力发育受阻。
+
+屈光参差性弱视
+
+两眼屈光度相差较大（如球镜相差1.50D以上）时，度数较高的眼成像模糊，大脑偏用另一眼，易形成弱视。
+
+屈光不正性弱视
+
+双眼都有较高的远视、近视或散光而未及时矫正，双眼视力发育均受影响。
+
+形觉剥夺性弱视
+
+先天性白内障、上睑下垂等遮挡视线所致，需要尽早处理遮挡的原因。
+"""
+
+
+async def test_the_item_a_labelled_list_gives_of_the_subject_asked_answers(tmp_path):
+    """A list of kinds, each a label over its paragraph: asked of one kind, the TL;DR is that kind's item, not the
+    labels of all four."""
+    service = library(tmp_path, {"弱视的类型（演示）.md": AMBLYOPIA_KINDS})
+    result = await service.ask("屈光参差性弱视是怎么形成的？")
+    lead = tldr(result.answer)
+    assert "度数较高的眼成像模糊" in lead and "形觉剥夺性弱视" not in lead, result.answer
+    assert result.citations and all(c.verified for c in result.citations)
+
+
+PSS_NOTE = """# 青光眼睫状体炎综合征（演示）
+
+青光眼睫状体炎综合征又称Posner-Schlossman综合征，多见于20至50岁的青壮年，常为单眼反复发作。
+
+发作时眼压明显升高，可伴轻度睫状体炎，视力多为轻度下降。
+
+治疗以局部降眼压和抗炎为主，发作间歇期眼压多可恢复正常。
+"""
+
+
+async def test_who_gets_a_disease_is_not_who_a_treatment_suits(tmp_path):
+    """ "什么人容易得" asks who is prone ("多见于20至50岁的青壮年"), which authors write in words of every kind; it is
+    not the 适应证 that "什么人" alone asks, whose passages must say 适合、适用."""
+    service = library(tmp_path, {"青光眼睫状体炎综合征（演示）.md": PSS_NOTE})
+    result = await service.ask("青光眼睫状体炎综合征一般是什么人容易得？")
+    assert "20至50岁" in tldr(result.answer), result.answer

@@ -122,8 +122,9 @@ def other_writings(term: str) -> list[str]:
         return [_ROMAN[_ROMAN_SIGNS.index(term)]]
     if len(term) >= 3 and term.endswith(_AGENT_HEADS):
         return [term[:-1] + ("剂" if term.endswith("药") else "药")]
-    # a syndrome as Taiwan, Hong Kong and the mainland write it (干眼综合征 / 乾眼症候群 / 干眼综合症)
-    head = next((h for h in _SYNDROME_HEADS if term.endswith(h) and len(term) > len(h)), "")
+    # a syndrome as Taiwan, Hong Kong and the mainland write it (干眼综合征 / 乾眼症候群 / 干眼综合症), and the word
+    # alone when the name before it is cut into words of its own (青光眼 睫状体 炎 综合征)
+    head = next((h for h in _SYNDROME_HEADS if term.endswith(h)), "")
     return [term[: -len(head)] + other for other in _SYNDROME_HEADS if other != head] if head else []
 
 

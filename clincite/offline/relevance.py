@@ -694,7 +694,9 @@ def _passage(
         text, lead = _choice_with_explanation(hit.text, unit), _choice_lead(hit.text, unit)
     else:
         text = _with_context(hit.text, unit, units, terms, kinds=wants_list)
-        lead = _with_context(hit.text, unit, units, [], forward=False, kinds=wants_list)
+        lead = _asked_item(ask, hit.text, unit, decisive + _named_subjects(ask, part, terms), lex) or _with_context(
+            hit.text, unit, units, [], forward=False, kinds=wants_list
+        )
     written = f"{headings} {opening} {hit.text}"
     matched = [_as_written(w, written) for w in decisive if match(w, scope) == 1.0]
     subjects = [w for w in terms if w.term in (part.subjects or ask.subjects)] or terms
@@ -1254,6 +1256,27 @@ def _heading_aspects(path: list[str], lex: Lexicon) -> set[str]:
     return set()
 
 
+def _asked_item(ask: Ask, text: str, unit: Unit, decisive: list[Weighted], lex: Lexicon) -> str:
+    """The one item of a list that answers, where a TL;DR of the list's labels would drop the answer: the only item
+    giving the number asked ("避免吸烟" / "吸烟会增加患黄斑病变机会 3-4 倍。"), else, in a list of labelled paragraphs,
+    the only one whose label names all that decides ("青光眼睫状体炎综合症" / "患者多为中年男性…" of glaucoma's kinds).
+    "" when no single item does."""
+    if unit.kind != "list":
+        return ""
+    items = [text[s:e].strip() for s, e in unit.items]
+    if ask.quantity and len(giving := [i for i in items if _number_of_kind(ask, i, lex)]) == 1:
+        return giving[0]
+    labels = [item.split("\n", 1)[0] for item in items]
+    if not decisive or not all("\n\n" in item and len(label) < LABEL_CHARS for item, label in zip(items, labels)):
+        return ""  # not a list of labels, each over its paragraph
+    named = [i for i, label in zip(items, labels) if all(_names(w, label.lower()) for w in decisive)]
+    return named[0] if len(named) == 1 else ""
+
+
+def _names(term: Weighted, text: str) -> bool:
+    return any(match(v, text) == 1.0 for v in [term, *term.alternatives])
+
+
 def _gives_number(
     ask: Ask, hit: Hit, unit: Unit, path: list[str], opening: str, decisive: list[Weighted], lex: Lexicon
 ) -> bool:
@@ -1274,7 +1297,7 @@ def _answers_number(ask: Ask, text: str, about: str, decisive: list[Weighted], l
     """The unit gives a number of the kind asked (2至3周 for 多久, 0.5 mg for 剂量), in a section that names what was
     asked (`about`)."""
     lowered = about.lower()
-    if not all(any(match(v, lowered) == 1.0 for v in [w, *w.alternatives]) for w in decisive):
+    if not all(_names(w, lowered) for w in decisive):
         return False
     return _number_of_kind(ask, text, lex)
 

@@ -100,10 +100,11 @@ MIN_KEYED_LINES = 5  # … when it has at least this many
 def plain_document(text: str, title: str) -> LoadedDocument:
     """A plain text: one paragraph per line, or per paragraph of wrapped lines; Chinese-numbered lines head
     sections. The file name stays the title (a text's first line is as often a notice's heading as its title)."""
-    lines = [_line(raw) for raw in _values_of_keyed_lines(clean_text(text)).split("\n")]
+    values = _values_of_keyed_lines(clean_text(text))
+    lines = [_line(raw) for raw in (values or clean_text(text)).split("\n")]
     lines = _with_stray_punctuation_joined([line for line in lines if not (line.text and PAGE_NUMBER.match(line.text))])
     width = _wrap_width(lines)
-    fragmented = not width and _fragmented(lines)
+    fragmented = not width and not values and _fragmented(lines)  # a key-value file's short values are its cells
     builder = DocumentBuilder(title, title=title)
     paragraph: list[str] = []
 
@@ -131,15 +132,15 @@ def plain_document(text: str, title: str) -> LoadedDocument:
     return builder.build()
 
 
-def _values_of_keyed_lines(text: str) -> str:
+def _values_of_keyed_lines(text: str) -> str | None:
     """A key-value file saved as text ("service_cataract_text1: 白內障是香港常見眼疾之一…", a web site's strings, YAML,
     .properties) reads as its values, one per line: the keys name things for programs, and a quote or a TL;DR must
-    not open with one. A key without a value (a group's) leaves a blank line. Other texts are returned as they are."""
+    not open with one. A key without a value (a group's) leaves a blank line. None for any other text."""
     lines = text.split("\n")
     filled = sum(1 for line in lines if line.strip())
     keyed = sum(1 for line in lines if (key := _KEY.match(line)) and _MACHINE_NAME.search(key.group(1)))
     if keyed < MIN_KEYED_LINES or keyed < KEYED_SHARE * filled:
-        return text
+        return None
     values: list[str] = []
     block: list[str] | None = None  # the lines of a value written after "|" or ">", one text
     for line in lines:
