@@ -23,6 +23,7 @@ from clincite.ingest.loaders import load_markdown
 from clincite.ingest.pipeline import Ingestor
 from clincite.kb.store import KnowledgeBase
 from clincite.retrieval.search import KB_BEING_WRITTEN_NOTICE, VECTOR_STORE_DOWN_NOTICE, HybridSearcher
+from query import TwoStageQueryService
 
 NEW_DOC = "# 巩膜镜验配\n\n## 适应症\n\n巩膜镜适用于圆锥角膜和严重干眼患者，镜片支撑在巩膜上而不接触角膜。\n"
 
@@ -140,6 +141,23 @@ async def test_questions_asked_while_an_ingest_writes_are_answered_without_loadi
     assert not searcher.vector_store_down, "an ingest is not an outage"
     after = await searcher.search_many(["低浓度阿托品的副作用"])
     assert after.notice is None and any("semantic" in h.found_by for h in after[0])
+    kb.close()
+
+
+async def test_an_answer_given_while_an_ingest_writes_says_it_was_searched_by_keywords(tmp_path):
+    settings, _ = two_doc_kb(tmp_path)
+    kb = KnowledgeBase(settings)
+    service = TwoStageQueryService(settings, HybridSearcher(settings, kb))
+    ingest = kb.writer_lock(0)
+    try:
+        during = await service.ask("低浓度阿托品有哪些副作用？")
+    finally:
+        ingest.release()
+    assert during.search_mode == "bm25", "the JSON must not claim a hybrid search that was not made"
+    assert any(d.message == KB_BEING_WRITTEN_NOTICE for d in during.degradations)
+    assert during.citations, "answered from the keyword index meanwhile"
+    after = await service.ask("低浓度阿托品的不良反应有哪些？")
+    assert after.search_mode == "hybrid" and not after.degradations
     kb.close()
 
 

@@ -64,6 +64,7 @@ OFFLINE_BANNER = "离线演示模式：未配置大语言模型，回答由规�
 STAGE2_SKIPPED = "前面的步骤用时过长：已跳过第二阶段检索，直接依据已找到的证据回答。"
 QUESTION_VECTORS_KEPT = 64  # question embeddings kept: a question looked up and then remembered is embedded once
 EMPTY_KB_NOTICE = "知识库为空：请先运行 `python ingest.py 文档目录/` 导入指南文档。"
+SEMANTIC_PARTS = ("embeddings", "vector_store")  # a degradation of either: this question was searched BM25-only
 
 
 class TwoStageQueryService:
@@ -240,7 +241,8 @@ class TwoStageQueryService:
         if answer is None:
             answer = await self._full_path(run)
         citations = await check_citations_async(answer, self.kb.catalogue)
-        search_mode = "bm25" if self.searcher.bm25_only else "hybrid"
+        semantic_skipped = any(d.component in SEMANTIC_PARTS for d in run.degradations)  # e.g. an ingest writing
+        search_mode = "bm25" if self.searcher.bm25_only or semantic_skipped else "hybrid"
         run.emit(AnswerDone(result=run.result(self.mode, search_mode, answer, citations)))
 
     async def _fast_path(
