@@ -100,8 +100,9 @@ MIN_KEYED_LINES = 5  # … when it has at least this many
 def plain_document(text: str, title: str) -> LoadedDocument:
     """A plain text: one paragraph per line, or per paragraph of wrapped lines; Chinese-numbered lines head
     sections. The file name stays the title (a text's first line is as often a notice's heading as its title)."""
-    values = _values_of_keyed_lines(clean_text(text))
-    lines = [_line(raw) for raw in (values or clean_text(text)).split("\n")]
+    cleaned = clean_text(text)
+    values = _values_of_keyed_lines(cleaned)
+    lines = [_line(raw) for raw in (values or cleaned).split("\n")]
     lines = _with_stray_punctuation_joined([line for line in lines if not (line.text and PAGE_NUMBER.match(line.text))])
     width = _wrap_width(lines)
     fragmented = not width and not values and _fragmented(lines)  # a key-value file's short values are its cells
