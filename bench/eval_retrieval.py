@@ -136,7 +136,7 @@ def build_kb(settings: Settings, docs: Path, kb_dir: Path, warn) -> KnowledgeBas
         if result.status == "skipped":
             warn(f"跳过 {result.name}：{result.detail}")
     if not kb.catalogue.chunk_ids():
-        raise EvalError(f"文档目录 {docs} 中没有可导入的文档（支持 md、txt、pdf、docx、html）")
+        raise EvalError(f"文档目录 {docs} 中没有可导入的文档（支持 md、txt、pdf、docx、html、json）")
     return kb
 
 

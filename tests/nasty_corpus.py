@@ -162,6 +162,8 @@ def build(
     )
     write("slides.pptx", b"PK\x03\x04" + bytes(100), Expect("skipped", "不支持", "unsupported type"))
     write("README", "没有扩展名的文件", Expect("skipped", "不支持", "no extension"))
+    write("cut_off.json", '{"name": "青光眼", "desc": "眼压升高', Expect("skipped", "JSON 格式错误", "JSON cut off"))
+    write("nested.json", "[" * 100_000, Expect("skipped", "嵌套层数过深", "JSON nested past the parser's stack"))
 
     # --- lying or broken PDFs ---
     write("not_a_pdf.pdf", "这其实是文本，不是 PDF。", Expect("skipped", "%PDF", "text named .pdf"))

@@ -155,6 +155,28 @@ def test_a_lettered_list_with_no_question_over_it_is_no_choice_item():
     assert item.answered and len(item.options) == 4
 
 
+def test_options_printed_two_to_a_line_are_one_item():
+    """Papers save room with "A. 10分钟 B. 20分钟" on one line and "C. … D. … E. …" on the next: one item, whose key
+    names its option; without it the options were read as sentences of their own, and a bare "A. 10分钟 B. 20分钟；
+    C. 30分钟" could be the TL;DR of a question asking how long."""
+    paper = (
+        "4、右眼被石灰烧伤，在现场用清水冲洗伤眼，应至少冲洗多久？\n"
+        "A. 10分钟 B. 20分钟\nC. 30分钟 D. 50分钟 E. 60分钟\n正确答案：C\n"
+    )
+    (item,) = choice_items(paper)
+    assert [paper[a:b] for a, b in item.options] == ["A. 10分钟", "B. 20分钟", "C. 30分钟", "D. 50分钟", "E. 60分钟"]
+    assert [paper[a:b] for a, b in item.keyed] == ["C. 30分钟"]
+
+
+def test_lettered_steps_under_a_lead_in_announcing_them_are_the_texts_own_list():
+    """ "可采取以下措施：" names no question (以下 without 哪, a colon not after 是/为): the A/B/C after it are the
+    text's advice, not a keyless item, which would answer nothing."""
+    advice = "可采取以下措施减少泪液蒸发：\nA. 保持室内湿度适中\nB. 避免风扇直吹\nC. 多风时戴防风镜\n"
+    assert choice_items(advice) == [] and stray_options(advice) == []
+    asked = "下列关于干眼的描述正确的是：\nA. 甲\nB. 乙\nC. 丙\n答案：B\n"
+    assert len(choice_items(asked)) == 1
+
+
 CASE_ANSWERS = """# 眼底病病例分析参考答案（演示）
 
 本文为演示材料，用于软件测试，不作为临床依据。

@@ -18,14 +18,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clincite.core.settings import Settings
-from clincite.ingest.loaders import SUPPORTED_SUFFIXES, SkipFile, load_document
+from clincite.ingest.loaders import SUPPORTED_NAMES, SUPPORTED_SUFFIXES, SkipFile, load_document
 
 MB = 1024 * 1024
 READ_ATTEMPTS = 5  # reads of a file that is being written, before it is skipped as "changing"
 ZIP_MAX_MEMBERS = 10000
 ZIP_RATIO_MIN_SIZE = MB  # small members compress extremely well (XML boilerplate); only large ones can be bombs
 WHITESPACE = " \n\t\r\u3000\xa0"
-PLAIN_TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".text")  # (HTML is mostly markup: its bytes say little)
+PLAIN_TEXT_SUFFIXES = (
+    ".md",
+    ".markdown",
+    ".txt",
+    ".text",
+    ".json",
+    ".jsonl",
+)  # (HTML is mostly markup: its bytes say little)
 
 
 @dataclass
@@ -97,7 +104,7 @@ def read_regular_file(path: Path, settings: Settings) -> FileRead:
     limit = int(settings.ingest_max_file_mb * MB)
     _require_regular(os.stat(path).st_mode)
     if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-        raise SkipFile(f"不支持的文件类型 “{path.suffix or '无扩展名'}”（支持 md、txt、pdf、docx、html）")
+        raise SkipFile(f"不支持的文件类型 “{path.suffix or '无扩展名'}”（支持 {SUPPORTED_NAMES}）")
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     with os.fdopen(fd, "rb") as f:
         for _attempt in range(READ_ATTEMPTS):

@@ -309,6 +309,7 @@ def analyse(
     _number_judged_safe(ask, lex)
     _mark_modifiers(ask)
     _mark_scene(ask, lex)
+    _mark_described(ask, lex)
     if not ask.aspects and not ask.quantity and _WHAT_IS.search(text) and "定义" in lex.aspects:
         ask.aspects = ["定义"]
     if not previous:
@@ -465,6 +466,32 @@ def _mark_scene(ask: Ask, lex: Lexicon) -> None:
             term.scene = True
 
 
+# "我眼角长的翼状胬肉": the asker's own case, told in a clause before the 的 of what it is; "急性泪囊炎那种红肿疼的":
+# what the named thing is like, as the asker sees it
+_OWN_CASE = re.compile(r"(?:我|俺|咱)[^，,；;。？?！!的]{1,8}的")
+_AS_SEEN = re.compile(r"(?:那种|这种|那样|这样)[^，,；;。？?！!的]{1,8}的")
+
+
+def _mark_described(ask: Ask, lex: Lexicon) -> None:
+    """Words describing a named domain term in the asker's own way (where it grows on them, what it looks like)
+    are scene: the question asks of the term (翼状胬肉 … 做手术), and a text answering it need not repeat how
+    this asker's case looks (眼角、红肿). Only where a domain term or medical wording is what the clause describes."""
+    text = ask.resolved
+    placed = _placed(ask)
+    entities = [(start, end) for start, end, term in placed if term.entity or lex.is_medical(term.text)]
+    for pattern, side in ((_OWN_CASE, "after"), (_AS_SEEN, "before")):
+        for m in pattern.finditer(text):
+            if side == "after":
+                described = any(start == m.end() for start, _ in entities)
+            else:
+                described = any(end == m.start() for _, end in entities)
+            if not described:
+                continue
+            for start, end, term in placed:
+                if m.start() <= start and end <= m.end() - 1 and not (term.entity or term.quoted or term.context):
+                    term.scene = term.told = True
+
+
 def _mark_modifiers(ask: Ask) -> None:
     """Terms followed by 的 and another term of the question: "手术显微镜的脚踏" asks about a 脚踏."""
     for left, right in zip(ask.terms, ask.terms[1:]):
@@ -539,7 +566,19 @@ def _words(text: str) -> list[str]:
             words.append(piece)
         elif piece:
             words += _numbered_names([w for w in get_tokenizer().words(piece) if w.strip() and not _PUNCT.match(w)])
-    return words
+    return _all_apart(words)
+
+
+def _all_apart(words: list[str]) -> list[str]:
+    """ "啥药都没有": 都 before a negation is the adverb (not even any), which jieba glues to the word before it as
+    one it knows (药都, a town's nickname): the word on its own again."""
+    out: list[str] = []
+    for word, following in zip(words, [*words[1:], ""]):
+        if len(word) == 2 and word.endswith("都") and following.startswith(("没", "不")):
+            out += [word[0], "都"]
+        else:
+            out.append(word)
+    return out
 
 
 def _numbered_names(words: list[str]) -> list[str]:

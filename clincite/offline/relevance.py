@@ -73,6 +73,9 @@ TOLD_SHARE = 0.3  # a term told before the asking clause, in choosing the senten
 SEARCH_WEIGHT = 0.25  # how much the search engine's own score counts beside the reading of the passage
 RANK_WEIGHT = 0.05  # … and its rank
 ECHO_WEIGHT = 0.3  # how much an extract's restating the question's own words counts
+# A number asked for ("眼压正常是多少"): the passage whose answering sentence gives one of the kind asked, of what
+# was asked, outranks one that is only more about the subject (the 高眼压症 record beside the 10～21mmHg of 青光眼)
+NUMBER_WEIGHT = 0.1
 FOREIGN_SHARE = 0.3  # a unit with fewer Chinese characters than this among its letters is in another language
 LABEL_HEADING_CHARS = 12  # a heading this short labels its section's aspect
 MIN_SUBSECTIONS = 3  # subsections under short headings, this many after a section's opening, list its kinds
@@ -159,7 +162,12 @@ _ENUMERATED = re.compile(
     r"^\s*(?:[\u2460-\u2473]|\d{1,2}\s*[.、．)）]|[（(]\d{1,2}[）)]|[一二三四五六七八九十]{1,2}[、.．]|[（(][一二三四五六七八九十]{1,2}[）)])"
 )
 _ELABORATES = re.compile(r"^(?:例如|比如|譬如|诸如|包括|如(?![果何此今同下若期]))")  # a sentence of examples
-_DIGIT = re.compile(r"\d|[一二三四五六七八九十两半]+\s*(?:个|次|天|日|周|星期|月|年|岁|小时|分钟|滴|mg|%|成|分之)")
+# a figure, not "数十年、几十次" (how long, vaguely: no answer to 多少)
+_DIGIT = re.compile(
+    r"\d|(?<![数几])[一二三四五六七八九十两半]+\s*(?:个|次|天|日|周|星期|月|年|岁|小时|分钟|滴|mg|%|成|分之)"
+)
+_CLAUSE = re.compile(r"[，,；;。！？!?\n]")
+_ENUMERATOR = re.compile(r"(?m)^\s*(?:[(（]?\d{1,2}[)）]|\d{1,2}\s*[、.．](?!\d))")
 _DEFINES = "是指|指的是|称为|是一种|即|是"
 
 
@@ -650,7 +658,10 @@ def _passage(
     paths = [*(referred_from or []), *hit.heading_path, *(p for s in hit.segments for p in s.path)]
     headings = " ".join([hit.title, *paths]).lower()
     scope = f"{headings} {opening.lower()} {hit.text.lower()}"
-    coverage = _coverage(terms, scope, headings)
+    # A one-character spoken verb the library never writes as a word (掉 of "视力掉到多少") ranks no passage: where
+    # a text has the character it is mostly inside another word (拔掉)
+    ranked = [w for w in terms if not (w.unseen and _colloquial_verb(w.term))] or terms
+    coverage = _coverage(ranked, scope, headings)
     # The asker's own figures (8岁, 0.3mm) and scene (天天对着电脑上班) rank a passage that has them, but one without
     # them may still answer; a percentage names what is asked of (0.01%还是0.05%的阿托品)
     worded = [
@@ -701,8 +712,15 @@ def _passage(
     matched = [_as_written(w, written) for w in decisive if match(w, scope) == 1.0]
     subjects = [w for w in terms if w.term in (part.subjects or ask.subjects)] or terms
     about = _about(subjects, headings, text.lower())
+    gives = bool(ask.quantity) and unit.kind != "choice" and _gives_number(ask, hit, unit, path, opening, decisive, lex)
+    gives = gives and (ask.quantity in lex.quantities or _figure_beside(unit.text(hit.text), decisive))
     score = (
-        0.3 * coverage + 0.45 * unit_score + 0.1 * about + 0.05 * by_heading + ECHO_WEIGHT * _echo(ask.resolved, text)
+        0.3 * coverage
+        + 0.45 * unit_score
+        + 0.1 * about
+        + 0.05 * by_heading
+        + NUMBER_WEIGHT * gives
+        + ECHO_WEIGHT * _echo(ask.resolved, text)
     )
     return Evidence(
         hit, text, path, aspect_named or "", score, by_heading, matched, unit.kind, about, lead if lead != text else ""
@@ -1291,6 +1309,13 @@ def _gives_number(
         if _answers_number(ask, hit.text[sentence_start:end], about, decisive, lex):
             return True
     return False
+
+
+def _figure_beside(text: str, decisive: list[Weighted]) -> bool:
+    """A bare "多少" is answered by a figure in a clause naming what was asked ("正常人的眼压为10～21mmHg"), not by
+    one beside it ("超过一个象限者，眼压显著降低")."""
+    lowered = _ENUMERATOR.sub("", text.lower())  # "7、前极白内障": an item's number is no figure of it
+    return any(_DIGIT.search(clause) and all(_names(w, clause) for w in decisive) for clause in _CLAUSE.split(lowered))
 
 
 def _answers_number(ask: Ask, text: str, about: str, decisive: list[Weighted], lex: Lexicon) -> bool:

@@ -24,6 +24,8 @@ _OPTION_LINE = re.compile(r"[ \t]*([A-H])[ \t]*[.．、)）:：][ \t]*\S")
 _INLINE_OPTION = re.compile(r"(?<![A-Za-z0-9])([A-H])[ \t]*[.．、)）][ \t]*(?=\S)")
 # a stem that asks: a question mark, a blank, 下列/以下/哪/什么…, or one ending in 是/为 (the option completes it)
 _ASKS = re.compile(r"[？?]|[（(]\s*[）)]|下列|以下|哪|何种|什么|多少|(?<!分)[是为][:：]?\s*$")
+# "可采取以下预防措施:" — the text announcing its own list (no 哪, no question mark, not "…的是："): no stem
+_LIST_ANNOUNCED = re.compile(r"(?:以下|下列)[^？?哪]*?(?<![是为])[:：][\s。.]*$")
 _EXPLANATION = re.compile(r"\s*(?:[【\[](?:答案)?解析[】\]]|(?:答案)?(?:解析|解释|分析)\s*[:：])")  # a key's reasoning
 _KEY_TO_EXPLANATION = re.compile(r"[ \t。]*\n?[ \t\n]*")  # "答案：B。解析：…", or 解析 on the next line
 _NUMBERED = re.compile(r"[ \t]*(?:\d+[.．、]|[【\[（(]\d+[】\]）)]|第\s*\d+\s*题)")  # "5. ", "【38】", "第 34 题"
@@ -108,10 +110,14 @@ def stray_options(text: str, items: list[Choice] | None = None) -> list[tuple[in
             continue
         if first >= 0:
             before = text[slice(*lines[first - 1])] if first else ""
-            if text[lines[first][0] :].lstrip()[0] != "A" or _ASKS.search(before):
+            if text[lines[first][0] :].lstrip()[0] != "A" or _asks_before_options(before):
                 stray += lines[first:index]
         first, last_letter = (index, letter) if letter >= 0 else (-1, -1)
     return stray
+
+
+def _asks_before_options(line: str) -> bool:
+    return bool(_ASKS.search(line)) and not _LIST_ANNOUNCED.search(line)
 
 
 def _item_at(text: str, lines: list[tuple[int, int]], i: int) -> tuple[Choice | None, int]:
@@ -121,13 +127,8 @@ def _item_at(text: str, lines: list[tuple[int, int]], i: int) -> tuple[Choice | 
     j = i + 1
     if len(options) < MIN_OPTIONS:
         options = []
-        while (
-            j < len(lines)
-            and (found := _OPTION_LINE.match(text, *lines[j]))
-            and len(options) < len(LETTERS)
-            and found.group(1) == LETTERS[len(options)]
-        ):
-            options.append(lines[j])
+        while j < len(lines) and len(options) < len(LETTERS) and (more := _options_from(text, *lines[j], len(options))):
+            options += more
             j += 1
         if len(options) < MIN_OPTIONS or _OPTION_LINE.match(text, start, end):
             return None, i + 1
@@ -142,12 +143,26 @@ def _item_at(text: str, lines: list[tuple[int, int]], i: int) -> tuple[Choice | 
         letters = re.sub(r"[^A-H]", "", key.group(1))
         end = key.end()  # an explanation on the key's line is the reader's to quote (`clincite.offline.relevance`)
         j += 1
-    elif not _ASKS.search(stem.strip()):
+    elif not _asks_before_options(stem.strip()):
         return None, i + 1  # "分级：A. … B. … C. …" in a guideline: a list of its own, no question
     else:
         end = options[-1][1]
     keyed = tuple(options[LETTERS.index(c)] for c in dict.fromkeys(letters) if LETTERS.index(c) < len(options))
     return Choice(start, end, (start, start + len(stem.rstrip())), tuple(options), keyed), j
+
+
+def _options_from(text: str, start: int, end: int, first: int) -> list[tuple[int, int]]:
+    """The options a line holds from its start, in letter order from LETTERS[first]: one ("C. 30分钟"), or two and
+    more as papers print them to save room ("A. 10分钟 B. 20分钟")."""
+    found = _OPTION_LINE.match(text, start, end)
+    if not found or found.group(1) != LETTERS[first]:
+        return []
+    bounds = [start]
+    for mark in _INLINE_OPTION.finditer(text, found.end(), end):
+        if first + len(bounds) < len(LETTERS) and mark.group(1) == LETTERS[first + len(bounds)]:
+            bounds.append(mark.start())
+    bounds.append(end)
+    return [(a, len(text[:b].rstrip(" \t；;，,"))) for a, b in pairwise(bounds)]
 
 
 def _inline_options(text: str, start: int, end: int) -> list[tuple[int, int]]:

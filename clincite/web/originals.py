@@ -30,7 +30,7 @@ from clincite.kb.store import KnowledgeBase
 READ_CHUNK = 256 * 1024  # bytes per read (and per event-loop step) while streaming an original
 DETECT_CHUNK = 1024 * 1024  # bytes per step while checking that a text file is UTF-8
 DETECT_SAMPLE = 200_000  # bytes charset-normalizer looks at (as ingest does)
-TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".html", ".htm"}
+TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".html", ".htm", ".json", ".jsonl"}
 MEDIA_TYPES = {
     ".pdf": "application/pdf",
     ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",

@@ -3,7 +3,8 @@
     document = load_document(Path("指南.pdf"))     # raises SkipFile with a reason (Chinese) for unusable files
 
 One module per format: `text` (charset detection, Markdown), `pdf` (pdfplumber), `word` (python-docx),
-`webpage` (trafilatura). All of them build through `base.DocumentBuilder`, so chunking sees one shape.
+`webpage` (trafilatura), `records` (JSON: a record's fields as sections). All of them build through
+`base.DocumentBuilder`, so chunking sees one shape.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ from clincite.ingest.loaders.text import decode_text, plain_document
 
 TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".text"}
 HTML_SUFFIXES = {".html", ".htm"}
-SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | {".pdf", ".docx"}
+RECORD_SUFFIXES = {".json", ".jsonl"}
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | RECORD_SUFFIXES | {".pdf", ".docx"}
+SUPPORTED_NAMES = "md、txt、pdf、docx、html、json"
 
 __all__ = [
+    "SUPPORTED_NAMES",
     "SUPPORTED_SUFFIXES",
     "LoadedDocument",
     "Section",
@@ -36,7 +40,7 @@ def load_document(path: Path) -> LoadedDocument:
     """Read one file into text and sections; raises SkipFile with a reason for anything unusable."""
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
-        raise SkipFile(f"不支持的文件类型 “{suffix or '无扩展名'}”（支持 md、txt、pdf、docx、html）")
+        raise SkipFile(f"不支持的文件类型 “{suffix or '无扩展名'}”（支持 {SUPPORTED_NAMES}）")
     if path.stat().st_size == 0:
         raise SkipFile("文件为空 (empty file)")
     if suffix == ".pdf":
@@ -47,6 +51,10 @@ def load_document(path: Path) -> LoadedDocument:
         from clincite.ingest.loaders.word import load_docx
 
         document = load_docx(path)
+    elif suffix in RECORD_SUFFIXES:
+        from clincite.ingest.loaders.records import load_records
+
+        document = load_records(path)
     elif suffix in HTML_SUFFIXES:
         from clincite.ingest.loaders.webpage import load_html
 

@@ -202,6 +202,14 @@ class DocumentBuilder:
             self._heading_start = self._append(text)
         self._section_start = self.length
 
+    def section_break(self) -> None:
+        """A new section under the same headings (a record's next field, named only for programs)."""
+        if self.length == self._section_start:
+            return
+        self._close_section()
+        self._section_start = self.length
+        self._heading_start = None
+
     def paragraph(self, text: str) -> None:
         """A paragraph; a line break its author put inside it (Word's Shift+Enter, a Markdown hard break) stays."""
         text = "\n".join(

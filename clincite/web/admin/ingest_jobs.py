@@ -175,7 +175,7 @@ def staged_path(folder: Path, source: str) -> Path:
 
 
 def reason_type(suffix: str) -> str:
-    return f"不支持的文件类型 “{suffix or '无扩展名'}”（支持 PDF、DOCX、HTML、Markdown、TXT）"
+    return f"不支持的文件类型 “{suffix or '无扩展名'}”（支持 PDF、DOCX、HTML、Markdown、TXT、JSON）"
 
 
 def judge_upload(name: str, data: bytes, settings: Settings) -> str | None:

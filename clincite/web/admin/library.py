@@ -45,9 +45,18 @@ from clincite.web.sources import pages_label
 
 log = logging.getLogger("clincite.admin")
 UPLOAD_ROUTE = "/admin/api/library/upload"
-FORMATS = {".pdf": "PDF", ".docx": "DOCX", ".html": "HTML", ".htm": "HTML", ".md": "Markdown", ".markdown": "Markdown"}
+FORMATS = {
+    ".pdf": "PDF",
+    ".docx": "DOCX",
+    ".html": "HTML",
+    ".htm": "HTML",
+    ".md": "Markdown",
+    ".markdown": "Markdown",
+    ".json": "JSON",
+    ".jsonl": "JSON",
+}
 MULTIPART_OVERHEAD = 64 * 1024  # per file: part headers and boundaries
-ACCEPT = ".pdf,.docx,.html,.htm,.md,.markdown,.txt,.text"
+ACCEPT = ".pdf,.docx,.html,.htm,.md,.markdown,.txt,.text,.json,.jsonl"
 JOB_TITLES = {"upload": "上传", "replace": "替换", "delete": "删除"}
 STATE_LABELS = {"queued": "排队中", "running": "进行中", "done": "已完成", "failed": "失败"}
 
@@ -103,7 +112,7 @@ async def library_page(request: Request, viewer: Viewer) -> Response:
       <input type="file" name="files" multiple accept="{ACCEPT}" id="upload-input" class="visually-hidden">
       <span class="button secondary">选择文件</span>
       <span>或把文件拖到这里（可多选）</span>
-      <small>支持 PDF、DOCX、HTML、Markdown、TXT；每个文件不超过 {settings.ingest_max_file_mb:g} MB，
+      <small>支持 PDF、DOCX、HTML、Markdown、TXT、JSON；每个文件不超过 {settings.ingest_max_file_mb:g} MB，
       一次最多 {settings.upload_max_files} 个。文件名即引用名称，请先按希望被引用的样子命名。</small>
     </label>
     <ul class="chosen" id="chosen"></ul>

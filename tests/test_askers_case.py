@@ -1,0 +1,182 @@
+"""What a question says of the asker's own case, of the book, and of the figure it wants (found on the stop-45 blind
+library, a disease knowledge base's JSON records, and on older blind sets):
+
+- "我眼角长的翼状胬肉到什么程度就得做手术？": 眼角 tells where this asker's pterygium grows; the passage on when
+  pterygium is operated on need not say 眼角. Likewise "急性泪囊炎那种红肿疼的…": how the named disease looks;
+- "古书里这个病叫什么？": 古书、书上 point at the library itself, never a word a passage must contain;
+- "可采取以下预防措施：A.… B.… C.…": lettered items under a lead-in that asks nothing are the text's own list, not a
+  multiple-choice item without a key (which answers nothing);
+- "眼压正常是多少？": the passage that gives the figure of what was asked ("正常人的眼压为10～21mmHg") outranks one
+  more about the word (a record titled 高眼压症) whose figures are of something else (数十年、一个象限).
+
+Every document here is demo material written for these tests (标注"演示"); it is not clinical guidance.
+"""
+
+from __future__ import annotations
+
+from test_other_styles import library, tldr
+
+from clincite.core.shapes import ChatTurn
+from clincite.offline.questions import analyse
+
+PTERYGIUM = """# 翼状胬肉（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+## 表现
+
+翼状胬肉是睑裂区球结膜及其下纤维血管组织呈三角形向角膜侵入，多见于长期户外工作、日照较多的人群。
+
+## 手术时机
+
+胬肉侵入角膜超过2至3毫米、遮挡瞳孔区影响视力，或进展较快时，可考虑手术切除；术后有一定复发率，可联合结膜瓣移植以减少复发。
+"""
+
+TEAR_DUCT = """# 泪道疾病（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+## 慢性泪囊炎
+
+慢性泪囊炎多由鼻泪管阻塞引起，表现为溢泪，按压泪囊区有脓性分泌物溢出，可行泪囊鼻腔吻合术。
+
+## 急性泪囊炎
+
+急性泪囊炎时，局部以热敷和全身应用抗生素为主，急性期不宜冲洗泪道或探通，以免感染扩散；脓肿形成后可切开引流。
+"""
+
+OTHERS = {
+    "眼角的结构（演示）.md": "# 眼角的结构（演示）\n\n本文为演示材料。"
+    "内眼角有泪阜和半月皱襞，外眼角由上下睑外侧联合构成。\n",
+    "眼睑红肿（演示）.md": "# 眼睑红肿（演示）\n\n本文为演示材料。"
+    "眼睑红肿常见于睑腺炎、过敏和蚊虫叮咬，过敏者可冷敷。\n",
+}
+
+
+async def test_where_the_askers_own_pterygium_grows_does_not_decide(tmp_path):
+    service = library(tmp_path, {"翼状胬肉（演示）.md": PTERYGIUM, **OTHERS})
+    result = await service.ask("我眼角长的翼状胬肉到什么程度就得做手术？")
+    assert "2至3毫米" in tldr(result.answer), result.answer
+    assert result.citations and all(c.verified for c in result.citations)
+
+
+async def test_how_the_asker_says_a_named_disease_looks_does_not_decide(tmp_path):
+    service = library(tmp_path, {"泪道疾病（演示）.md": TEAR_DUCT, **OTHERS})
+    result = await service.ask("急性泪囊炎那种红肿疼的，能不能马上冲洗泪道？")
+    assert "不宜冲洗泪道" in tldr(result.answer), result.answer
+
+
+def test_words_of_the_askers_case_are_scene_but_the_disease_is_not():
+    ask = analyse("我眼角长的翼状胬肉到什么程度就得做手术？")
+    scene = {t.text for t in ask.terms if t.scene}
+    assert "眼角" in scene and "翼状胬肉" not in scene
+    # a place that is what is asked about stays a subject
+    ask = analyse("眼角长了个小疙瘩是什么？")
+    assert not any(t.scene for t in ask.terms if t.text == "眼角")
+
+
+STYE_CLASSIC = """# 针眼的中医认识（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+睑腺炎在中医古籍中称为“土疳”，民间俗称“偷针”或“针眼”，多因脾胃蕴热、复感风邪，热毒上攻胞睑所致。
+
+初起可局部湿热敷，促使其消散或成脓。
+"""
+
+
+async def test_the_book_the_asker_points_at_is_no_word_to_find(tmp_path):
+    service = library(tmp_path, {"针眼的中医认识（演示）.md": STYE_CLASSIC, **OTHERS})
+    result = await service.ask("眼皮上长了针眼，古书里这个病叫什么？")
+    assert "土疳" in tldr(result.answer), result.answer
+    ask = analyse("书上说这个病是怎么引起的？")
+    assert not {"书上", "古书"} & {t.text for t in ask.terms}
+
+
+DRY_EYE_RECORD = """# 干眼的预防（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+要避免使眼干加重的因素，如长时间对着风扇、吸烟环境。
+
+1.保持眼睛湿润
+
+泪液在干燥环境中蒸发较快，可采取以下措施减少泪液蒸发：
+
+A.保持室内湿度在40%至60%之间，干燥季节可使用加湿器。
+
+B.避免空调、风扇的风直吹眼睛。
+
+C.户外多风时佩戴防风眼镜。
+"""
+
+
+async def test_lettered_items_under_a_lead_in_are_the_texts_own_list(tmp_path):
+    service = library(tmp_path, {"干眼的预防（演示）.md": DRY_EYE_RECORD, **OTHERS})
+    result = await service.ask("干眼患者室内湿度应该保持多少？")
+    assert "40%至60%" in tldr(result.answer), result.answer
+    assert result.citations and all(c.verified for c in result.citations)
+
+
+OCULAR_HYPERTENSION = """# 高眼压症（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+高眼压症指多次测量眼压高于正常上限，而视盘和视野没有青光眼性损害。数十年的随访研究表明，只有少数高眼压症患者发展为青光眼，眼压越高风险越大。
+"""
+
+GLAUCOMA = """# 青光眼（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+青光眼是以视神经损害和视野缺损为特征的一组眼病，病理性眼压升高是主要危险因素。正常人的眼压为10～21mmHg，双眼眼压差一般不超过5mmHg。
+"""
+
+
+async def test_a_figure_of_what_was_asked_outranks_a_passage_only_more_about_the_word(tmp_path):
+    service = library(tmp_path, {"高眼压症（演示）.md": OCULAR_HYPERTENSION, "青光眼（演示）.md": GLAUCOMA, **OTHERS})
+    result = await service.ask("眼压正常是多少？")
+    assert "10～21mmHg" in tldr(result.answer), result.answer
+
+
+PRESBYOPIA = """# 老视（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+老视是随年龄增长晶状体调节力逐渐下降所致的近距离阅读困难，一般在40至45岁以后出现。
+
+## 验配
+
+老视需要在远用屈光矫正的基础上加用正镜片，加光度随年龄增加。
+"""
+
+
+async def test_how_old_asked_as_suishu_is_answered_by_the_age(tmp_path):
+    """ "多大岁数" asks an age as "几岁" does: 岁数 is the question's word for what it wants, not a word to find."""
+    myopia = "# 近视（演示）\n\n本文为演示材料。近视多在学龄期开始出现，开始戴镜后应定期复查。\n"
+    service = library(tmp_path, {"老视（演示）.md": PRESBYOPIA, "近视（演示）.md": myopia, **OTHERS})
+    result = await service.ask("老花眼一般多大岁数开始有？")
+    assert "40至45岁" in tldr(result.answer), result.answer
+    assert analyse("老花眼一般多大岁数开始有？").quantity == "年龄"
+
+
+SNOW_BLINDNESS = """# 雪盲（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+雪盲是雪地反射的紫外线损伤角膜上皮所致，表现为眼痛、畏光、流泪。
+
+## 应急处理
+
+应立即离开强光环境，闭眼休息，可冷敷减轻疼痛；在野外找不到药品时，可用干净的湿毛巾冷敷双眼，并尽快就医。
+"""
+
+
+async def test_not_even_any_medicine_asks_of_medicine(tmp_path):
+    """ "啥药都没有": jieba reads 药都 (a town's nickname) as one word, which no passage has; 都 before a negation is
+    the adverb, and the follow-up is answered from the passage on what to do in the wild."""
+    service = library(tmp_path, {"雪盲（演示）.md": SNOW_BLINDNESS, **OTHERS})
+    history = [ChatTurn(role="user", content="滑雪回来眼睛疼得睁不开，说是雪盲，能热敷不？")]
+    result = await service.ask("在野外手边啥药都没有咋整？", history)
+    assert "湿毛巾冷敷" in tldr(result.answer), result.answer
+    assert "药都" not in {t.text for t in analyse("手边啥药都没有怎么办？").terms}
