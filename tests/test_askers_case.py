@@ -180,3 +180,40 @@ async def test_not_even_any_medicine_asks_of_medicine(tmp_path):
     result = await service.ask("在野外手边啥药都没有咋整？", history)
     assert "湿毛巾冷敷" in tldr(result.answer), result.answer
     assert "药都" not in {t.text for t in analyse("手边啥药都没有怎么办？").terms}
+
+
+DIABETIC_EYE = """# 糖尿病与眼（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+牵引性视网膜脱离多见于增殖性糖尿病视网膜病变，也见于玻璃体长期积血之后。
+
+糖尿病患者应长期控制血糖、血压和血脂，减少眼底病变的发生。
+"""
+
+
+async def test_how_often_is_not_answered_by_a_long_while(tmp_path):
+    """ "多久查一次眼底" asks how often: "长期积血" or "长期控制血糖" says no interval. ("终身使用" still answers
+    "能用多久".)"""
+    service = library(tmp_path, {"糖尿病与眼（演示）.md": DIABETIC_EYE, **OTHERS})
+    result = await service.ask("糖尿病的人多久要去查一次眼底？")
+    assert "未找到" in tldr(result.answer) and not result.citations, result.answer
+
+
+CATARACT_SURGERY = """# 白内障手术（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+当白内障使视力下降、影响日常生活时，可行白内障摘除联合人工晶体植入手术，人工晶体的种类很多，应按用眼需求选用。
+
+术后应按时复查，遵医嘱使用抗炎眼药水。
+"""
+
+
+async def test_multifocal_and_monofocal_are_names_a_library_without_them_does_not_answer(tmp_path):
+    """jieba cuts 多焦点 into 多 + 焦点: the names of the lens kinds asked about decide, and a library that never
+    names them abstains rather than quoting cataract surgery in general."""
+    laser = "# 激光与眼（演示）\n\n本文为演示材料。眼科激光经透镜聚成焦点，单次能量很小。\n"
+    service = library(tmp_path, {"白内障手术（演示）.md": CATARACT_SURGERY, "激光与眼（演示）.md": laser, **OTHERS})
+    result = await service.ask("做白内障手术选人工晶体，多焦点和单焦点咋选？")
+    assert "未找到" in tldr(result.answer) and not result.citations, result.answer

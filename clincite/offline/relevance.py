@@ -166,6 +166,8 @@ _ELABORATES = re.compile(r"^(?:例如|比如|譬如|诸如|包括|如(?![果何�
 _DIGIT = re.compile(
     r"\d|(?<![数几])[一二三四五六七八九十两半]+\s*(?:个|次|天|日|周|星期|月|年|岁|小时|分钟|滴|mg|%|成|分之)"
 )
+# how often ("多久查一次", "隔多久", "间隔多长时间"): only a figure answers, not 长期、终身
+_INTERVAL = re.compile(r"(?:多久|多长时间|几天|几周|几个月|几年)[^，。？?]{0,8}一次|隔多久|间隔")
 _CLAUSE = re.compile(r"[，,；;。！？!?\n]")
 _ENUMERATOR = re.compile(r"(?m)^\s*(?:[(（]?\d{1,2}[)）]|\d{1,2}\s*[、.．](?!\d))")
 _DEFINES = "是指|指的是|称为|是一种|即|是"
@@ -1334,8 +1336,8 @@ def _number_of_kind(ask: Ask, text: str, lex: Lexicon) -> bool:
     units = lex.quantities.get(ask.quantity, (None, None))[1]
     if not units:
         return bool(_DIGIT.search(text))
-    if any(word in text for word in lex.quantity_answers.get(ask.quantity, ())):
-        return True  # "人工晶体…可以终生使用" answers "能用多少年" without a number
+    if any(word in text for word in lex.quantity_answers.get(ask.quantity, ())) and not _INTERVAL.search(ask.resolved):
+        return True  # "人工晶体…可以终生使用" answers "能用多少年" without a number; "多久查一次" wants one
     # "每年（至少进行）一次" answers 多久 as well as "3至6个月" does; "每天保证…" does not say how long, nor is 每万人
     # a price
     every = ask.quantity in EVERY_KINDS
