@@ -217,3 +217,28 @@ async def test_multifocal_and_monofocal_are_names_a_library_without_them_does_no
     service = library(tmp_path, {"白内障手术（演示）.md": CATARACT_SURGERY, "激光与眼（演示）.md": laser, **OTHERS})
     result = await service.ask("做白内障手术选人工晶体，多焦点和单焦点咋选？")
     assert "未找到" in tldr(result.answer) and not result.citations, result.answer
+
+
+CONTACT_LENS = """# 隐形眼镜配戴须知（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+## 过夜配戴
+
+普通软性隐形眼镜不能戴着睡觉，过夜配戴使角膜缺氧，显著增加感染性角膜炎的风险。
+
+## 更换周期
+
+日抛镜片用后即弃，月抛镜片开封后一个月内使用，不可超期。
+"""
+
+
+async def test_the_askers_adverbs_and_is_it_ok_frame_the_question(tmp_path):
+    """偶尔 (how often this asker does it) and 没事 ("应该没事吧": is it all right) tell and frame; the passage on
+    sleeping in lenses answers."""
+    service = library(tmp_path, {"隐形眼镜配戴须知（演示）.md": CONTACT_LENS, **OTHERS})
+    result = await service.ask("普通隐形眼镜，偶尔戴着睡觉应该没事吧？")
+    assert "不能戴着睡觉" in tldr(result.answer), result.answer
+    ask = analyse("普通的月抛隐形眼镜，偶尔戴着睡一觉应该没事吧？")
+    assert [t.text for t in ask.terms if t.text in ("偶尔", "没事")] == ["偶尔"]
+    assert all(t.scene for t in ask.terms if t.text == "偶尔")

@@ -310,6 +310,7 @@ def analyse(
     _mark_modifiers(ask)
     _mark_scene(ask, lex)
     _mark_described(ask, lex)
+    _mark_adverbs(ask, lex)
     if not ask.aspects and not ask.quantity and _WHAT_IS.search(text) and "定义" in lex.aspects:
         ask.aspects = ["定义"]
     if not previous:
@@ -490,6 +491,16 @@ def _mark_described(ask: Ask, lex: Lexicon) -> None:
             for start, end, term in placed:
                 if m.start() <= start and end <= m.end() - 1 and not (term.entity or term.quoted or term.context):
                     term.scene = term.told = True
+
+
+def _mark_adverbs(ask: Ask, lex: Lexicon) -> None:
+    """The asker's adverbs (偶尔戴着睡一觉、赶紧去配、一直流泪) say how they tell it; a text answering says it its own
+    way or not at all. Scene words: they rank a passage that has them, and no passage is missed for lacking them."""
+    tokenizer = get_tokenizer()
+    for term in ask.terms:
+        described = term.entity or term.quoted or lex.is_medical(term.text)
+        if len(term.text) >= 2 and not described and tokenizer.is_adverb(term.text):
+            term.scene = True
 
 
 def _mark_modifiers(ask: Ask) -> None:

@@ -192,6 +192,11 @@ class Tokenizer:
         flags = self._flags(word)
         return bool(flags) and all(flag.startswith("t") for flag in flags)
 
+    def is_adverb(self, word: str) -> bool:
+        """jieba's part of speech says the word qualifies a verb (偶尔、赶紧、一直: d): how the asker tells it."""
+        flags = self._flags(word)
+        return bool(flags) and all(flag == "d" for flag in flags)
+
     def is_adjective(self, word: str) -> bool:
         """jieba's part of speech says the word describes (好、合适、安全): a, ad, an."""
         flags = self._flags(word)
