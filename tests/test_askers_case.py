@@ -242,3 +242,24 @@ async def test_the_askers_adverbs_and_is_it_ok_frame_the_question(tmp_path):
     ask = analyse("普通的月抛隐形眼镜，偶尔戴着睡一觉应该没事吧？")
     assert [t.text for t in ask.terms if t.text in ("偶尔", "没事")] == ["偶尔"]
     assert all(t.scene for t in ask.terms if t.text == "偶尔")
+
+
+MYOPIA_GRADES = """# 近视的分级（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+近视按度数分为三级：300度以内为轻度近视，300至600度为中度近视，600度以上为高度近视。
+
+高度近视眼轴增长明显，应定期检查眼底。
+"""
+
+
+async def test_a_follow_up_naming_the_other_grade_asks_the_last_question_of_it(tmp_path):
+    """ "那轻度呢？" after "近视多少度算高度近视？": 轻度 takes the place of 高度, and the last question is asked of
+    轻度近视 (not of 轻度 alone, nor of 高度近视 again)."""
+    service = library(tmp_path, {"近视的分级（演示）.md": MYOPIA_GRADES, **OTHERS})
+    result = await service.ask("那轻度呢？", [ChatTurn(role="user", content="近视多少度算高度近视啊？")])
+    assert "300度以内为轻度近视" in tldr(result.answer), result.answer
+    again = analyse("那慢性呢？", ["急性结膜炎怎么治疗？"])
+    assert again.follow_up and "慢性结膜炎" in again.resolved and "急性" not in again.resolved
+    assert again.aspects == ["治疗"]

@@ -330,6 +330,8 @@ def analyse(
     if _short(text) and question.strip().rstrip(TRAILING).endswith("呢"):
         # 双眼的呢？ — the last question, narrowed; HAL的呢？ — the last question, of a subject it names
         marker = marker or ("switch" if named and own_subject else "refer")
+    if _short(text) and (contrasted := _contrasted(ask, previous, lex)) is not None:
+        return contrasted
     dropped = _short(text) and bool(tokens) and tokens[0] in MODAL_OPENINGS  # "会影响视力吗？": no subject written
     if marker == "refer" or dropped or (not own_subject and (marker or ask.aspects or _short(text))):
         before = analyse(previous[-1], previous[:-1], lex)
@@ -354,6 +356,25 @@ def analyse(
         else:
             ask.setting = context
     return ask
+
+
+def _contrasted(ask: Ask, previous: list[str], lex: Lexicon) -> Ask | None:
+    """ "那轻度呢？" after "近视多少度算高度近视？": the one word asked takes the place of the part of the last subject
+    it contrasts with (same length, same ending: 高度 → 轻度, 急性 → 慢性, 开角型 → 闭角型), and the last question is
+    asked again of the subject so made (轻度近视), not of 轻度 alone nor of 高度近视."""
+    own = [t for t in ask.terms if not t.generic]
+    if len(own) != 1 or ask.aspects or ask.quantity:
+        return None
+    word, last = own[0].text, previous[-1]
+    subject = analyse(last, previous[:-1], lex).subject
+    if not subject or word in subject:
+        return None
+    for size in range(2, len(subject) - 1):
+        if _contrasts(subject[:size], word) and subject in last:
+            again = analyse(last.replace(subject, word + subject[size:]), previous[:-1], lex)
+            again.question, again.follow_up = ask.question, True
+            return again
+    return None
 
 
 def split_questions(message: str) -> list[str]:
