@@ -263,3 +263,29 @@ async def test_a_follow_up_naming_the_other_grade_asks_the_last_question_of_it(t
     again = analyse("那慢性呢？", ["急性结膜炎怎么治疗？"])
     assert again.follow_up and "慢性结膜炎" in again.resolved and "急性" not in again.resolved
     assert again.aspects == ["治疗"]
+
+
+ANGLE_CLOSURE = """# 急性闭角性青光眼（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+## 急性发作期的表现
+
+1)剧烈眼痛、同侧头痛，常伴恶心、呕吐。
+
+2)视力急剧下降，可仅存光感。
+
+3)眼压明显升高，多在50mmHg以上。
+
+4)房角关闭：急性发作时前房角镜下见周边虹膜与小梁网相贴，发作时间长者形成永久性粘连。
+"""
+
+
+async def test_how_high_is_answered_by_the_item_giving_the_figure(tmp_path):
+    """ "能飙到多高": jieba cuts 多高 apart, yet a figure is asked; the text writes 闭角性 for the asker's 闭角型; and
+    of a list of signs the item giving the figure answers, not the one that only says more of the question's words
+    (an item's own number, "4)", is no figure)."""
+    service = library(tmp_path, {"急性闭角性青光眼（演示）.md": ANGLE_CLOSURE, **OTHERS})
+    result = await service.ask("急性闭角型青光眼大发作的时候眼压一般能飙到多高？")
+    assert "50mmHg以上" in tldr(result.answer), result.answer
+    assert analyse("眼压一般能飙到多高？").quantity

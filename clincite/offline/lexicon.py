@@ -115,7 +115,7 @@ _AGENT_HEADS = ("药", "剂")  # 缩瞳药 / 缩瞳剂, 止痛药 / 止痛剂: o
 def other_writings(term: str) -> list[str]:
     """The same name as a text may write it (lower-cased): the Roman numeral an asker types (II) as the one
     character a guideline prints (Ⅱ) and back; a medicine named by 药 or by 剂; a syndrome's 综合征 as 症候群.
-    [] for any other term."""
+    A kind written 型 or 性 (闭角型 / 闭角性). [] for any other term."""
     if term in _ROMAN:
         return [_ROMAN_SIGNS[_ROMAN.index(term)]]
     if len(term) == 1 and term in _ROMAN_SIGNS:
@@ -125,7 +125,18 @@ def other_writings(term: str) -> list[str]:
     # a syndrome as Taiwan, Hong Kong and the mainland write it (干眼综合征 / 乾眼症候群 / 干眼综合症), and the word
     # alone when the name before it is cut into words of its own (青光眼 睫状体 炎 综合征)
     head = next((h for h in _SYNDROME_HEADS if term.endswith(h)), "")
-    return [term[: -len(head)] + other for other in _SYNDROME_HEADS if other != head] if head else []
+    if head:
+        return [term[: -len(head)] + other for other in _SYNDROME_HEADS if other != head]
+    # a kind written 型 or 性 (急性闭角型青光眼 / 急性闭角性青光眼, 过敏性结膜炎 / 过敏型结膜炎)
+    return (
+        [_KIND_MARK.sub(lambda m: "性" if m.group() == "型" else "型", term, count=1)]
+        if _KIND_MARK.search(term)
+        else []
+    )
+
+
+# 型 or 性 between a name's qualifier and its head (two characters or more each side, the 急性 of 急性闭角 aside)
+_KIND_MARK = re.compile(r"(?<=[\u4e00-\u9fff]{2})(?<!急|慢)[型性](?=[\u4e00-\u9fff]{2})")
 
 
 _SYNDROME_HEADS = ("综合征", "综合症", "症候群")

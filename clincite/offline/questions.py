@@ -115,6 +115,7 @@ _QUESTION_END = re.compile(r"(?<=[？?])")
 TAG_QUESTION_CHARS = 3  # "对吗？" "是吗？" "真的吗？": a check on the question before, no question of its own
 _ASKS_WHICH = re.compile(r"哪|选|更|优先|比较")  # words that make "A或B" a choice between them
 _BRACKETED = re.compile(r"[（(][^（）()，,。？?]{1,24}[）)]")  # a second name the asker adds: 泪膜破裂时间（BUT）
+_HOW_MUCH = re.compile(r"多(?:高|少|久|长|远|深|重|宽|厚|快)(?:[啊呀呢吗]?$|[，,？?])")
 _CLAUSE_END = re.compile(r"[，,；;。？?！!]")
 
 
@@ -303,6 +304,8 @@ def analyse(
     _mark_quoted(ask, question, lex)
     _mark_parenthesised(ask)
     ask.quantity = lex.quantity_asked(_without_names(text, ask.terms)) or ask.quantity
+    if not ask.quantity and _HOW_MUCH.search(text):
+        ask.quantity = "number"  # "眼压一般能飙到多高": jieba cut 多高 apart (能飙 / 到 / 多 / 高)
     if ask.quantity and set(ask.aspects) & SITUATION_ASKS:
         ask.quantity = ""  # "连着刷几个小时平板，视力为啥会掉下来": 几个小时 tells what happened; 为啥 is asked
     _number_over_treatment(ask, tokens, lex)

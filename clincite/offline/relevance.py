@@ -76,6 +76,7 @@ ECHO_WEIGHT = 0.3  # how much an extract's restating the question's own words co
 # A number asked for ("眼压正常是多少"): the passage whose answering sentence gives one of the kind asked, of what
 # was asked, outranks one that is only more about the subject (the 高眼压症 record beside the 10～21mmHg of 青光眼)
 NUMBER_WEIGHT = 0.1
+NUMBER_UNIT_SHARE = 0.8  # a unit giving the number asked stands in for the best one when it scores this near
 FOREIGN_SHARE = 0.3  # a unit with fewer Chinese characters than this among its letters is in another language
 LABEL_HEADING_CHARS = 12  # a heading this short labels its section's aspect
 MIN_SUBSECTIONS = 3  # subsections under short headings, this many after a section's opening, list its kinds
@@ -714,8 +715,7 @@ def _passage(
     matched = [_as_written(w, written) for w in decisive if match(w, scope) == 1.0]
     subjects = [w for w in terms if w.term in (part.subjects or ask.subjects)] or terms
     about = _about(subjects, headings, text.lower())
-    gives = bool(ask.quantity) and unit.kind != "choice" and _gives_number(ask, hit, unit, path, opening, decisive, lex)
-    gives = gives and (ask.quantity in lex.quantities or _figure_beside(unit.text(hit.text), decisive))
+    gives = bool(ask.quantity) and unit.kind != "choice" and _gives_figure(ask, hit, unit, path, opening, decisive, lex)
     score = (
         0.3 * coverage
         + 0.45 * unit_score
@@ -774,7 +774,44 @@ def _number_in_turn(
         scored = _unit_score(ask, part, hit, later, later_path, terms, lex, opening)
         if scored and _gives_number(ask, hit, later, later_path, opening, decisive, lex):
             return (*scored, later, later_path)
-    return None
+    return _best_giving_number(ask, part, hit, units, best, terms, lex, opening, decisive)
+
+
+def _best_giving_number(
+    ask: Ask,
+    part: Part,
+    hit: Hit,
+    units: list[tuple[Unit, list[str]]],
+    best: tuple[float, str, bool, Unit, list[str]],
+    terms: list[Weighted],
+    lex: Lexicon,
+    opening: str,
+    decisive: list[Weighted],
+) -> tuple[float, str, bool, Unit, list[str]] | None:
+    """Of a passage whose best unit gives no number and no unit after it does, the best unit anywhere in it that
+    gives one ("7)IOP明显升高，多在50mmHg以上" before "8)房角关闭：…急性发作…" in a list of signs), when it scores
+    near the best (a number said in passing elsewhere is no answer)."""
+    asked = [w for w in terms if not (w.term.generic or w.term.context)]
+    giving = [
+        (*scored, unit, path)
+        for unit, path in units
+        if unit.kind != "choice"
+        and any(match(w, unit.text(hit.text).lower()) == 1.0 for w in asked)  # not "经戴主任近两年的精心医治"
+        and (scored := _unit_score(ask, part, hit, unit, path, terms, lex, opening))
+        and scored[0] >= NUMBER_UNIT_SHARE * best[0]
+        and _gives_figure(ask, hit, unit, path, opening, decisive, lex)
+    ]
+    return max(giving, key=lambda g: g[0]) if giving else None
+
+
+def _gives_figure(
+    ask: Ask, hit: Hit, unit: Unit, path: list[str], opening: str, decisive: list[Weighted], lex: Lexicon
+) -> bool:
+    """The unit gives the number asked: of its kind (`_gives_number`), and for a bare 多少 beside what was asked."""
+    if not _gives_number(ask, hit, unit, path, opening, decisive, lex):
+        return False
+    headings = " ".join([hit.title, *path]).lower()
+    return ask.quantity in lex.quantities or _figure_beside(unit.text(hit.text), decisive, headings)
 
 
 def _colloquial_verb(term: Term) -> bool:
@@ -1313,11 +1350,18 @@ def _gives_number(
     return False
 
 
-def _figure_beside(text: str, decisive: list[Weighted]) -> bool:
-    """A bare "多少" is answered by a figure in a clause naming what was asked ("正常人的眼压为10～21mmHg"), not by
-    one beside it ("超过一个象限者，眼压显著降低")."""
+def _figure_beside(text: str, decisive: list[Weighted], headings: str) -> bool:
+    """A bare "多少" is answered by a figure in a clause naming what was asked, or right after the clause that does
+    ("正常人的眼压为10～21mmHg"; "IOP明显升高，多在50mmHg以上" under the disease's title), not by one a clause away
+    from it ("随脱离范围扩大而下降，超过一个象限者，眼压显著降低")."""
     lowered = _ENUMERATOR.sub("", text.lower())  # "7、前极白内障": an item's number is no figure of it
-    return any(_DIGIT.search(clause) and all(_names(w, clause) for w in decisive) for clause in _CLAUSE.split(lowered))
+    clauses = _CLAUSE.split(lowered)
+    return any(
+        _DIGIT.search(clause)
+        and any(_names(w, f"{before} {clause}") for w in decisive)
+        and all(_names(w, f"{before} {clause}") or _names(w, headings) for w in decisive)
+        for before, clause in zip(["", *clauses], clauses)
+    )
 
 
 def _answers_number(ask: Ask, text: str, about: str, decisive: list[Weighted], lex: Lexicon) -> bool:
@@ -1335,7 +1379,7 @@ def _number_of_kind(ask: Ask, text: str, lex: Lexicon) -> bool:
         return True  # "1:1 到 4:1" gives a 比例 as much as "20%" does
     units = lex.quantities.get(ask.quantity, (None, None))[1]
     if not units:
-        return bool(_DIGIT.search(text))
+        return bool(_DIGIT.search(_ENUMERATOR.sub("", text)))  # "8)房角关闭…": an item's number is no figure
     if any(word in text for word in lex.quantity_answers.get(ask.quantity, ())) and not _INTERVAL.search(ask.resolved):
         return True  # "人工晶体…可以终生使用" answers "能用多少年" without a number; "多久查一次" wants one
     # "每年（至少进行）一次" answers 多久 as well as "3至6个月" does; "每天保证…" does not say how long, nor is 每万人
