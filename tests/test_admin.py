@@ -327,6 +327,22 @@ def test_upload_guards_names_types_sizes_and_existing_documents(admin_app):
         assert not [p for p in uploads.rglob("*") if p.is_file()]  # our own upload's file goes with it
 
 
+def test_a_json_record_uploaded_is_a_document_and_a_broken_one_says_why(admin_app):
+    record = '{"name": "睑腺炎（演示）", "desc": "演示：睑腺炎俗称针眼，本记录为上传测试所写，内容无临床意义。"}'
+    with client(admin_app, "lead") as lead:
+        token = csrf_of(lead)
+        answer = upload(
+            lead,
+            [("stye_record.json", record.encode()), ("cut_off.json", b'{"name": "\xe6\xbc\x94\xe7\xa4\xba", "desc": ')],
+            token,
+        )
+        assert answer.status_code == 202 and sorted(answer.json()["accepted"]) == ["cut_off.json", "stye_record.json"]
+        wait_for_jobs(lead)
+        library = lead.get("/admin/library").text
+        assert "《睑腺炎（演示）》" in library  # titled by its own name, not the file's
+        assert "cut_off.json" in library and "JSON 格式错误" in library  # skipped, with the reason
+
+
 def test_replace_keeps_the_name_and_takes_the_new_text(admin_app):
     source = "户外活动与近视预防（演示）.md"  # a first-run document, from the sample folder (not an upload)
     new_text = "# 户外活动与近视预防（演示）\n\n## 新版说明\n\n演示：本版本由替换功能写入，内容无临床意义。\n"

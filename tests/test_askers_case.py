@@ -289,3 +289,21 @@ async def test_how_high_is_answered_by_the_item_giving_the_figure(tmp_path):
     result = await service.ask("急性闭角型青光眼大发作的时候眼压一般能飙到多高？")
     assert "50mmHg以上" in tldr(result.answer), result.answer
     assert analyse("眼压一般能飙到多高？").quantity
+
+
+MYOPIA_NOTES = """# 近视（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+近视有一定遗传倾向，对高度近视尤为明显，有遗传因素者度数多在600度以上，但也有高度近视者并无家族史。
+
+近视按度数分级：300度以内者为轻度近视，300至600度者为中度近视，600度以上者为高度近视。
+"""
+
+
+async def test_what_counts_as_is_answered_by_the_sentence_drawing_the_line(tmp_path):
+    """ "多少度算高度近视" asks where the line is drawn: "600度以上者为高度近视", not a figure written beside the name
+    ("多在600度以上，但也有高度近视者…")."""
+    service = library(tmp_path, {"近视（演示）.md": MYOPIA_NOTES, **OTHERS})
+    result = await service.ask("近视多少度算高度近视啊？")
+    assert "600度以上者为高度近视" in tldr(result.answer), result.answer

@@ -167,6 +167,8 @@ _ELABORATES = re.compile(r"^(?:例如|比如|譬如|诸如|包括|如(?![果何�
 _DIGIT = re.compile(
     r"\d|(?<![数几])[一二三四五六七八九十两半]+\s*(?:个|次|天|日|周|星期|月|年|岁|小时|分钟|滴|mg|%|成|分之)"
 )
+# "多少度算高度近视", "眼压多高属于…": the figure that draws a line is asked
+_ASKS_WHAT_COUNTS = re.compile(r"算|属于|叫做|才是|称为")
 # how often ("多久查一次", "隔多久", "间隔多长时间"): only a figure answers, not 长期、终身
 _INTERVAL = re.compile(r"(?:多久|多长时间|几天|几周|几个月|几年)[^，。？?]{0,8}一次|隔多久|间隔")
 _CLAUSE = re.compile(r"[，,；;。！？!?\n]")
@@ -681,9 +683,13 @@ def _passage(
         return None
     needs_aspect = bool(part.aspects) and not set(part.aspects) & lex.free_aspects
     units = _units(hit)
+    subjects = [w for w in terms if w.term in (part.subjects or ask.subjects)] or terms
+    asks_line = bool(ask.quantity and _ASKS_WHAT_COUNTS.search(ask.resolved))
     best = None
     for unit, path in units:
         scored = _unit_score(ask, part, hit, unit, path, terms, lex, opening)
+        if scored is not None and asks_line and _sets_threshold(unit.text(hit.text), subjects):
+            scored = (scored[0] + NUMBER_WEIGHT, *scored[1:])  # "…以上者为高度近视" draws the line asked about
         if scored is None or (needs_aspect and not scored[1]):
             continue  # the unit that answers "哪些孩子不能点阿托品" is one on 禁忌, however well another matches
         if unit.kind == "choice" and not _covers_decisive(
@@ -713,15 +719,16 @@ def _passage(
         )
     written = f"{headings} {opening} {hit.text}"
     matched = [_as_written(w, written) for w in decisive if match(w, scope) == 1.0]
-    subjects = [w for w in terms if w.term in (part.subjects or ask.subjects)] or terms
     about = _about(subjects, headings, text.lower())
     gives = bool(ask.quantity) and unit.kind != "choice" and _gives_figure(ask, hit, unit, path, opening, decisive, lex)
+    threshold = gives and asks_line and _sets_threshold(unit.text(hit.text), subjects)
     score = (
         0.3 * coverage
         + 0.45 * unit_score
         + 0.1 * about
         + 0.05 * by_heading
         + NUMBER_WEIGHT * gives
+        + NUMBER_WEIGHT * threshold
         + ECHO_WEIGHT * _echo(ask.resolved, text)
     )
     return Evidence(
@@ -1348,6 +1355,20 @@ def _gives_number(
         if _answers_number(ask, hit.text[sentence_start:end], about, decisive, lex):
             return True
     return False
+
+
+def _sets_threshold(text: str, subjects: list[Weighted]) -> bool:
+    """The sentence draws the line the question asks about ("⑶6.00D以上者为高度近视眼" for "多少度算高度近视"), rather
+    than giving a figure beside the name ("多在6.00D以上，但也有高度近视眼者")."""
+    lowered = text.lower()
+    return any(
+        re.search(
+            rf"(?:\d|以上|以下|以内)[^。；;，,]{{0,6}}?(?:者|时)?(?:称为|即为|属于|为|算)[^。；;，,]{{0,4}}{re.escape(v)}",
+            lowered,
+        )
+        for w in subjects
+        for v in w.term.variants
+    )
 
 
 def _figure_beside(text: str, decisive: list[Weighted], headings: str) -> bool:
