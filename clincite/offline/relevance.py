@@ -764,7 +764,7 @@ def _number_in_turn(
 ) -> tuple[float, str, bool, Unit, list[str]] | None:
     """The unit that gives the number asked: the best one, or else the first after it in its own section that does
     and names something asked ("（3）腕踝针…：根据疼痛部位选穴" names what was asked; its item goes on "留针30min-4h").
-    None when the section gives no such number."""
+    None when the passage gives no such number."""
     unit, path = best[3], best[4]
     if _gives_number(ask, hit, unit, path, opening, decisive, lex):
         return best
@@ -781,23 +781,9 @@ def _number_in_turn(
         scored = _unit_score(ask, part, hit, later, later_path, terms, lex, opening)
         if scored and _gives_number(ask, hit, later, later_path, opening, decisive, lex):
             return (*scored, later, later_path)
-    return _best_giving_number(ask, part, hit, units, best, terms, lex, opening, decisive)
-
-
-def _best_giving_number(
-    ask: Ask,
-    part: Part,
-    hit: Hit,
-    units: list[tuple[Unit, list[str]]],
-    best: tuple[float, str, bool, Unit, list[str]],
-    terms: list[Weighted],
-    lex: Lexicon,
-    opening: str,
-    decisive: list[Weighted],
-) -> tuple[float, str, bool, Unit, list[str]] | None:
-    """Of a passage whose best unit gives no number and no unit after it does, the best unit anywhere in it that
-    gives one ("7)IOP明显升高，多在50mmHg以上" before "8)房角关闭：…急性发作…" in a list of signs), when it scores
-    near the best (a number said in passing elsewhere is no answer)."""
+    # Else the best unit anywhere in the passage that gives one and names something asked ("7)IOP明显升高，多在50mmHg
+    # 以上" before "8)房角关闭：…急性发作…" in a list of signs), when it scores near the best: a number said in passing
+    # elsewhere is no answer.
     asked = [w for w in terms if not (w.term.generic or w.term.context)]
     giving = [
         (*scored, unit, path)
