@@ -86,3 +86,11 @@ def test_json_lines_read_one_record_a_line(tmp_path):
     document = load_document(Path(path))
     assert "霰粒肿" in document.text and "电解法" in document.text
     assert [s.heading_path for s in document.sections if s.heading_path] == [["睑板腺囊肿（演示）"], ["倒睫（演示）"]]
+
+
+def test_a_broken_line_of_json_lines_is_named_by_its_line(tmp_path):
+    path = tmp_path / "notes.jsonl"
+    good = json.dumps(RECORDS[0], ensure_ascii=False)
+    path.write_text(f'{good}\n{good}\n{{"title": "断行"\n', encoding="utf-8")
+    with pytest.raises(SkipFile, match="第 3 行"):
+        load_document(path)

@@ -172,7 +172,6 @@ _ASKS_WHAT_COUNTS = re.compile(r"算|属于|叫做|才是|称为")
 # how often ("多久查一次", "隔多久", "间隔多长时间"): only a figure answers, not 长期、终身
 _INTERVAL = re.compile(r"(?:多久|多长时间|几天|几周|几个月|几年)[^，。？?]{0,8}一次|隔多久|间隔")
 _CLAUSE = re.compile(r"[，,；;。！？!?\n]")
-_ENUMERATOR = re.compile(r"(?m)^\s*(?:[(（]?\d{1,2}[)）]|\d{1,2}\s*[、.．](?!\d))")
 _DEFINES = "是指|指的是|称为|是一种|即|是"
 
 
@@ -1361,7 +1360,7 @@ def _figure_beside(text: str, decisive: list[Weighted], headings: str) -> bool:
     """A bare "多少" is answered by a figure in a clause naming what was asked, or right after the clause that does
     ("正常人的眼压为10～21mmHg"; "IOP明显升高，多在50mmHg以上" under the disease's title), not by one a clause away
     from it ("随脱离范围扩大而下降，超过一个象限者，眼压显著降低")."""
-    lowered = _ENUMERATOR.sub("", text.lower())  # "7、前极白内障": an item's number is no figure of it
+    lowered = _ENUMERATED.sub("", text.lower())  # "7、前极白内障": an item's number is no figure of it
     clauses = _CLAUSE.split(lowered)
     return any(
         _DIGIT.search(clause)
@@ -1386,7 +1385,7 @@ def _number_of_kind(ask: Ask, text: str, lex: Lexicon) -> bool:
         return True  # "1:1 到 4:1" gives a 比例 as much as "20%" does
     units = lex.quantities.get(ask.quantity, (None, None))[1]
     if not units:
-        return bool(_DIGIT.search(_ENUMERATOR.sub("", text)))  # "8)房角关闭…": an item's number is no figure
+        return bool(_DIGIT.search(_ENUMERATED.sub("", text)))  # "8)房角关闭…": an item's number is no figure
     if any(word in text for word in lex.quantity_answers.get(ask.quantity, ())) and not _INTERVAL.search(ask.resolved):
         return True  # "人工晶体…可以终生使用" answers "能用多少年" without a number; "多久查一次" wants one
     # "每年（至少进行）一次" answers 多久 as well as "3至6个月" does; "每天保证…" does not say how long, nor is 每万人

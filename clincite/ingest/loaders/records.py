@@ -47,20 +47,26 @@ def load_records(path: Path) -> LoadedDocument:
 
 
 def _parse(text: str, lines: bool) -> Any:
+    if not lines:
+        return _parsed(text, 0)
+    return [_parsed(line, number) for number, line in enumerate(text.splitlines()) if line.strip()]
+
+
+def _parsed(text: str, lines_before: int) -> Any:
     try:
-        if lines:
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
         return json.loads(text)
     except json.JSONDecodeError as exc:
+        line = exc.lineno + lines_before
         raise SkipFile(
-            f"JSON 格式错误（第 {exc.lineno} 行第 {exc.colno} 列：{exc.msg}），请检查文件是否完整 (invalid JSON: {exc})"
+            f"JSON 格式错误（第 {line} 行第 {exc.colno} 列：{exc.msg}），请检查文件是否完整 (invalid JSON: {exc.msg} "
+            f"at line {line} column {exc.colno})"
         ) from exc
     except RecursionError as exc:
         raise SkipFile("JSON 嵌套层数过深，无法作为文档读取 (JSON nested too deeply)") from exc
 
 
 def _title_of(value: Any, depth: int = 0) -> str | None:
-    """The first short text under a title key, the record's own first, then its parts' (breadth first)."""
+    """The first short text under a title key: the record's own, else its parts' in order (two levels down)."""
     if not isinstance(value, dict) or depth > 2:
         return None
     for key, item in value.items():
