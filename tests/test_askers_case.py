@@ -307,3 +307,22 @@ async def test_what_counts_as_is_answered_by_the_sentence_drawing_the_line(tmp_p
     service = library(tmp_path, {"近视（演示）.md": MYOPIA_NOTES, **OTHERS})
     result = await service.ask("近视多少度算高度近视啊？")
     assert "600度以上者为高度近视" in tldr(result.answer), result.answer
+
+
+DRY_EYE_CARE = """# 干眼的日常管理（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+干眼患者应注意用眼卫生，避免长时间盯着屏幕，空调房内可使用加湿器，必要时在医生指导下使用人工泪液等眼药水滋润眼睛。
+
+有些药物会让眼睛更干，例如抗组胺药、抗抑郁药和部分降压药，长期服用者应告知眼科医生。
+"""
+
+
+async def test_which_drugs_is_answered_by_the_sentence_naming_drugs(tmp_path):
+    """ "吃哪些药会让眼睛更干" asks for drugs: the sentence naming them (抗组胺药、抗抑郁药) answers, not the advice
+    that echoes more of the question's words (眼药水、眼睛); and jieba's guess 药会 is 药 + 会."""
+    service = library(tmp_path, {"干眼的日常管理（演示）.md": DRY_EYE_CARE, **OTHERS})
+    result = await service.ask("干眼的人吃哪些药会让眼睛更干？")
+    assert "抗组胺药" in tldr(result.answer), result.answer
+    assert "药会" not in {t.text for t in analyse("干眼的人吃哪些药会让眼睛更干？").terms}

@@ -115,6 +115,7 @@ _QUESTION_END = re.compile(r"(?<=[？?])")
 TAG_QUESTION_CHARS = 3  # "对吗？" "是吗？" "真的吗？": a check on the question before, no question of its own
 _ASKS_WHICH = re.compile(r"哪|选|更|优先|比较")  # words that make "A或B" a choice between them
 _BRACKETED = re.compile(r"[（(][^（）()，,。？?]{1,24}[）)]")  # a second name the asker adds: 泪膜破裂时间（BUT）
+_ASKS_DRUGS = re.compile(r"(?:哪些|哪种|哪类|哪几种|什么|啥)(?:药|眼药)")
 _HOW_MUCH = re.compile(r"多(?:高|少|久|长|远|深|重|宽|厚|快)(?:[啊呀呢吗]?$|[，,？?])")
 _CLAUSE_END = re.compile(r"[，,；;。？?！!]")
 
@@ -153,6 +154,7 @@ class Ask:
     many: bool = False  # "哪些设备…": the answer is several things, typically a list
     compared: list[list[Term]] = field(default_factory=list)  # "A和B": the noun phrases joined (生长痛 | 骨肉瘤)
     same_message: bool = False  # asked right after another question in the same message ("…？要多久才能适应？")
+    drugs_asked: bool = False  # "吃哪些药会…", "用什么药": the answer names drugs (…药、…剂)
     setting: list[Term] = field(default_factory=list)  # the chat's last subject, for a question naming its own:
     # judged where a passage names it (加巴喷丁's dose for PHN, in a chat on PHN), never searched or shown
 
@@ -314,6 +316,7 @@ def analyse(
     _mark_scene(ask, lex)
     _mark_described(ask, lex)
     _mark_adverbs(ask, lex)
+    ask.drugs_asked = bool(_ASKS_DRUGS.search(text))
     if not ask.aspects and not ask.quantity and _WHAT_IS.search(text) and "定义" in lex.aspects:
         ask.aspects = ["定义"]
     if not previous:
@@ -605,15 +608,20 @@ def _words(text: str) -> list[str]:
 
 
 def _all_apart(words: list[str]) -> list[str]:
-    """ "啥药都没有": 都 before a negation is the adverb (not even any), which jieba glues to the word before it as
-    one it knows (药都, a town's nickname): the word on its own again."""
+    """A noun and the auxiliary after it glued into one word: "哪些药会让…" (药会, joined by jieba's guess at words it
+    does not know), "啥药都没有" (药都, a town's nickname it does know, before a negation): each on its own again."""
+    tokenizer = get_tokenizer()
     out: list[str] = []
     for word, following in zip(words, [*words[1:], ""]):
-        if len(word) == 2 and word.endswith("都") and following.startswith(("没", "不")):
-            out += [word[0], "都"]
+        glued = len(word) == 2 and word[1] in _AUXILIARIES and not tokenizer.knows(word)
+        if glued or (len(word) == 2 and word.endswith("都") and following.startswith(("没", "不"))):
+            out += [word[0], word[1]]
         else:
             out.append(word)
     return out
+
+
+_AUXILIARIES = "会都也就才还能要该"
 
 
 def _numbered_names(words: list[str]) -> list[str]:

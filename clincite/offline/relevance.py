@@ -167,6 +167,9 @@ _ELABORATES = re.compile(r"^(?:例如|比如|譬如|诸如|包括|如(?![果何�
 _DIGIT = re.compile(
     r"\d|(?<![数几])[一二三四五六七八九十两半]+\s*(?:个|次|天|日|周|星期|月|年|岁|小时|分钟|滴|mg|%|成|分之)"
 )
+# a drug's name as text writes it: a class or an agent (抗组胺药、鼻减充血剂、糖皮质激素、左氧氟沙星)
+_DRUG_HEADS = ("药", "剂", "激素", "霉素", "沙星", "洛尔", "地平", "单抗")
+_DRUG_FORMS = {"非处方药", "处方药", "眼药水", "中成药", "滴眼剂", "外用药", "口服药"}
 # "多少度算高度近视", "眼压多高属于…": the figure that draws a line is asked
 _ASKS_WHAT_COUNTS = re.compile(r"算|属于|叫做|才是|称为")
 # how often ("多久查一次", "隔多久", "间隔多长时间"): only a figure answers, not 长期、终身
@@ -689,6 +692,8 @@ def _passage(
         scored = _unit_score(ask, part, hit, unit, path, terms, lex, opening)
         if scored is not None and asks_line and _sets_threshold(unit.text(hit.text), subjects):
             scored = (scored[0] + NUMBER_WEIGHT, *scored[1:])  # "…以上者为高度近视" draws the line asked about
+        if scored is not None and ask.drugs_asked and _names_drugs(unit.text(hit.text)):
+            scored = (scored[0] + NUMBER_WEIGHT, *scored[1:])  # "哪些药": "如抗组胺药、鼻减充血剂…" names them
         if scored is None or (needs_aspect and not scored[1]):
             continue  # the unit that answers "哪些孩子不能点阿托品" is one on 禁忌, however well another matches
         if unit.kind == "choice" and not _covers_decisive(
@@ -721,6 +726,7 @@ def _passage(
     about = _about(subjects, headings, text.lower())
     gives = bool(ask.quantity) and unit.kind != "choice" and _gives_figure(ask, hit, unit, path, opening, decisive, lex)
     threshold = gives and asks_line and _sets_threshold(unit.text(hit.text), subjects)
+    drugs = ask.drugs_asked and _names_drugs(unit.text(hit.text))
     score = (
         0.3 * coverage
         + 0.45 * unit_score
@@ -728,6 +734,7 @@ def _passage(
         + 0.05 * by_heading
         + NUMBER_WEIGHT * gives
         + NUMBER_WEIGHT * threshold
+        + NUMBER_WEIGHT * drugs
         + ECHO_WEIGHT * _echo(ask.resolved, text)
     )
     return Evidence(
@@ -1340,6 +1347,13 @@ def _gives_number(
         if _answers_number(ask, hit.text[sentence_start:end], about, decisive, lex):
             return True
     return False
+
+
+def _names_drugs(text: str) -> bool:
+    """The sentence names two drugs or more (抗组胺药、鼻减充血剂; 阿托品 as a lexicon member of its class), not only
+    the word 药 or a form of it (眼药水、药物)."""
+    words = get_tokenizer().words(text)
+    return len({w for w in words if len(w) >= 3 and w.endswith(_DRUG_HEADS) and w not in _DRUG_FORMS}) >= 2
 
 
 def _sets_threshold(text: str, subjects: list[Weighted]) -> bool:

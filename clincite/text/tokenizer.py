@@ -192,6 +192,10 @@ class Tokenizer:
         flags = self._flags(word)
         return bool(flags) and all(flag.startswith("t") for flag in flags)
 
+    def knows(self, word: str) -> bool:
+        """jieba's dictionary has the word (its HMM also joins characters it has never seen together: 药会)."""
+        return self._jieba.FREQ.get(fold(word), 0) > 0
+
     def is_adverb(self, word: str) -> bool:
         """jieba's part of speech says the word qualifies a verb (偶尔、赶紧、一直: d): how the asker tells it."""
         flags = self._flags(word)
