@@ -94,3 +94,13 @@ def test_a_broken_line_of_json_lines_is_named_by_its_line(tmp_path):
     path.write_text(f'{good}\n{good}\n{{"title": "断行"\n', encoding="utf-8")
     with pytest.raises(SkipFile, match="第 3 行"):
         load_document(path)
+
+
+def test_a_cut_off_record_says_so_in_chinese(tmp_path):
+    path = tmp_path / "cut_off.json"
+    path.write_text('{"name": "青光眼（演示）", "desc": "眼压升高', encoding="utf-8")
+    with pytest.raises(SkipFile) as refused:
+        load_document(path)
+    reason = str(refused.value)
+    assert "第 1 行" in reason and "字符串没有结束" in reason, reason
+    assert reason.index("字符串没有结束") < reason.index("(invalid JSON")  # the English is the log's part only

@@ -24,6 +24,17 @@ TITLE_CHARS = 60  # a longer value is text, not a name
 SHORT_VALUE_CHARS = 40  # a value this short without a sentence in it is a field of the record: one "key：value" line
 MAX_DEPTH = 6  # deeper nesting heads no section: its values are text under the last heading
 MAX_NESTING = 40  # deeper still (a machine's dump) reads as its texts in order, walked without recursion
+# json's messages, as a librarian reads them (the English stays in the log part of the reason)
+_JSON_ERRORS = {
+    "Unterminated string": "字符串没有结束，文件可能被截断",
+    "Expecting value": "此处缺少值，文件可能被截断或为空",
+    "Expecting ',' delimiter": "缺少逗号",
+    "Expecting ':' delimiter": "缺少冒号",
+    "Expecting property name": "键名须用英文双引号括起",
+    "Extra data": "一个 JSON 之后还有多余内容（每行一条记录的文件请用 .jsonl）",
+    "Invalid control character": "字符串中有未转义的控制字符",
+    "Invalid \\escape": "字符串中有无效的转义符",
+}
 _PROGRAM_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_.$-]*")
 
 
@@ -57,8 +68,9 @@ def _parsed(text: str, lines_before: int) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         line = exc.lineno + lines_before
+        why = next((chinese for english, chinese in _JSON_ERRORS.items() if exc.msg.startswith(english)), "格式不符")
         raise SkipFile(
-            f"JSON 格式错误（第 {line} 行第 {exc.colno} 列：{exc.msg}），请检查文件是否完整 (invalid JSON: {exc.msg} "
+            f"JSON 格式错误（第 {line} 行第 {exc.colno} 列：{why}），请检查文件是否完整 (invalid JSON: {exc.msg} "
             f"at line {line} column {exc.colno})"
         ) from exc
     except RecursionError as exc:
