@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,16 +37,44 @@ _JSON_ERRORS = {
     "Invalid \\escape": "字符串中有无效的转义符",
 }
 _PROGRAM_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_.$-]*")
+# a key naming the record by its last word: chinese_name, productName, drug-title, 药品名称, 通用名
+_NAME_KEY = re.compile(r"(?:^|[_.\-\s]|(?<=[a-z]))(?:name|title)$|名称$|名$", re.IGNORECASE)
+_MACHINE_TOKEN = re.compile(r"[a-z0-9]+(?:[_/][a-z0-9]+)+/?|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?")
+_LABEL_SECTION = re.compile(
+    r"indication|dosage|administration|adverse|warning|precaution|ingredient|interaction|overdos|storage",
+    re.IGNORECASE,
+)
+UNIT_KEYS = ("unit", "units", "uom", "单位", "計量單位", "计量单位")
+_FIGURE = re.compile(r"[-+]?\d+(?:\.\d+)?")
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+@dataclass
+class _RecordBuilder(DocumentBuilder):
+    """A record's lines once each: a dump's nested parts repeat their parent's fields (product_id、license_number in
+    every ingredient and source) and their boilerplate, which say nothing the first time has not."""
+
+    written: set[str] = field(default_factory=set)
+
+    def paragraph(self, text: str) -> None:
+        if text.strip() in self.written:
+            return
+        self.written.add(text.strip())
+        super().paragraph(text)
+
+    def next_record(self) -> None:
+        self.written = set()
 
 
 def load_records(path: Path) -> LoadedDocument:
     text = decode_text(path.read_bytes())
     data = _parse(text, lines=path.suffix.lower() == ".jsonl")
     title = _title_of(data) or path.stem
-    builder = DocumentBuilder(path.stem)
+    builder = _RecordBuilder(path.stem)
     builder.heading(1, title)
     if isinstance(data, list) and any(isinstance(item, dict) for item in data):
         for item in data:
+            builder.next_record()
             name = _title_of(item) if isinstance(item, dict) else None
             if name and name != title:
                 builder.heading(2, name)
@@ -78,12 +107,18 @@ def _parsed(text: str, lines_before: int) -> Any:
 
 
 def _title_of(value: Any, depth: int = 0) -> str | None:
-    """The first short text under a title key: the record's own, else its parts' in order (two levels down)."""
+    """The first short text under a title key: the record's own, else its parts' in order (two levels down). Failing
+    `name`/`title`/…, a key that ends so (chinese_name, drug_title, 药品名称): one in Chinese first, as it is cited."""
     if not isinstance(value, dict) or depth > 2:
         return None
-    for key, item in value.items():
-        if key.strip().lower() in TITLE_KEYS and isinstance(item, str) and 0 < len(clean_line(item)) <= TITLE_CHARS:
-            return clean_line(item)
+    names = [(key, clean_line(item)) for key, item in value.items() if isinstance(item, str)]
+    names = [(key.strip(), item) for key, item in names if 0 < len(item) <= TITLE_CHARS]
+    for key, item in names:
+        if key.lower() in TITLE_KEYS:
+            return item
+    named = [item for key, item in names if _NAME_KEY.search(key)]
+    if named:
+        return next((item for item in named if _HAN.search(item)), named[0])
     for item in value.values():
         if found := _title_of(item, depth + 1):
             return found
@@ -118,11 +153,16 @@ def _write_object(builder: DocumentBuilder, value: dict, level: int, skip: str |
     for key, item in value.items():
         if not _present(item) or (isinstance(item, str) and clean_line(item) == skip):
             continue
+        if _short(item) and _bookkeeping(key, item):
+            continue
         if _short(item):
             builder.paragraph(f"{_label(key)}：{_short_text(item)}" if _label(key) else _short_text(item))
             continue
         if level > MAX_DEPTH:
             _write(builder, item, level, skip, depth=depth + 1)
+        elif isinstance(item, str) and _names_label_section(key):
+            builder.section_break()
+            _write_labelled(builder, _label(key), _scalar(item))
         elif _person_wrote(key):
             builder.heading(level, key)
             _write(builder, item, level + 1, skip, depth=depth + 1)
@@ -137,10 +177,64 @@ def _write_list(builder: DocumentBuilder, items: list, level: int, skip: str | N
         _write_text(builder, "、".join(_short_text(item) for item in texts), key)
         return
     for item in items:
-        if isinstance(item, (dict, list)):
+        if isinstance(item, dict):
+            _write_row(builder, item, level, skip, depth + 1)
+        elif isinstance(item, (dict, list)):
             _write(builder, item, level, skip, depth=depth + 1)
         elif _present(item):
             _write_text(builder, _scalar(item), "")
+
+
+def _write_row(builder: _RecordBuilder, row: dict, level: int, skip: str | None, depth: int) -> None:
+    """One of a record's list of like things (an ingredient: its name, role and strength): its short fields one line,
+    "substance：Cetrimide；role：preservative", as a table's row is read, so a line that answers names what it is of."""
+    fields = [
+        (key, item)
+        for key, item in _with_units(row).items()
+        if _present(item) and _in_row(item) and not _bookkeeping(key, item) and _short_text(item) != skip
+    ]
+    lines = [f"{_label(key)}：{_short_text(item)}" if _label(key) else _short_text(item) for key, item in fields]
+    # the parent's fields a row repeats (license_number in every ingredient) were said once already
+    line = "；".join(line for line in lines if line not in builder.written)
+    if line:
+        builder.paragraph(line)
+    rest = {key: item for key, item in row.items() if not (_present(item) and _in_row(item))}
+    if rest:
+        _write_object(builder, rest, level, skip, depth)
+
+
+def _with_units(row: dict) -> dict:
+    """A figure and its unit in fields of their own ("strength": "30.000000", "unit": "MG") read as one figure,
+    "strength：30.000000 MG", as a label prints it: apart, the figure says nothing of what it measures."""
+    out: dict = {}
+    for key, item in row.items():
+        last = next(reversed(out), None)
+        figure = out.get(last) if last is not None else None
+        if key.strip().lower() in UNIT_KEYS and isinstance(item, str) and isinstance(figure, (str, int, float)):
+            if _FIGURE.fullmatch(str(figure).strip()):
+                out[last] = f"{str(figure).strip()} {item.strip()}"
+                continue
+        out[key] = item
+    return out
+
+
+def _in_row(value: Any) -> bool:
+    """A field a row's line holds: a short one, or one line that makes no sentence ("preservative / antimicrobial
+    preservative")."""
+    if _short(value):
+        return True
+    text = _scalar(value).strip() if not isinstance(value, (dict, list)) else ""
+    return 0 < len(text) <= SHORT_VALUE_CHARS * 2 and "\n" not in text and not re.search(r"[。！？；]", text)
+
+
+def _write_labelled(builder: DocumentBuilder, label: str, text: str) -> None:
+    """A label's field: one line "indication_raw：…", or its lines as the list the label leads in."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    if len(lines) == 1:
+        builder.paragraph(f"{label}：{lines[0].strip()}")
+    elif lines:
+        builder.paragraph(f"{label}：")
+        builder.list_items(lines)
 
 
 def _write_text(builder: DocumentBuilder, text: str, key: str) -> None:
@@ -198,6 +292,18 @@ def _short_text(value: Any) -> str:
 
 def _label(key: str) -> str:
     return clean_line(key) if key else ""
+
+
+def _bookkeeping(key: str, value: Any) -> bool:
+    """A program's field holding a program's token (product_id: eye_formal_065, status: leaflet_unavailable, a
+    timestamp, a path): the dump's bookkeeping, which no reader asks about and no question should match."""
+    return not _person_wrote(key) and isinstance(value, str) and bool(_MACHINE_TOKEN.fullmatch(value.strip()))
+
+
+def _names_label_section(key: str) -> bool:
+    """A program's key naming a section of a drug label (indication_raw, dosage_and_administration, adverse_reactions:
+    openFDA's and registers' fields) labels its text: it says what the text is, which the text itself seldom does."""
+    return bool(_LABEL_SECTION.search(key))
 
 
 def _person_wrote(key: str) -> bool:
