@@ -196,6 +196,11 @@ class Tokenizer:
         """jieba's dictionary has the word (its HMM also joins characters it has never seen together: 药会)."""
         return self._jieba.FREQ.get(fold(word), 0) > 0
 
+    def is_coinage(self, word: str) -> bool:
+        """A word neither the dictionary nor its known pieces make (宜可利、洁厕灵): a product's or a person's name,
+        not an everyday phrase jieba joined (一穿孔 is 一 + 穿孔)."""
+        return not self.knows(word) and not self._known_pieces(word)
+
     def is_adverb(self, word: str) -> bool:
         """jieba's part of speech says the word qualifies a verb (偶尔、赶紧、一直: d): how the asker tells it."""
         flags = self._flags(word)
@@ -253,25 +258,30 @@ class Tokenizer:
         """
         query = fold(query)
         lowered = query.lower()
-        concepts: list[tuple[int, int, list[list[str]]]] = []  # (start, end, alternatives) of synonym mentions
+        # (spans, alternatives) of synonym mentions. A group named twice ("…的适应证 宜可利 … 适应症") is one concept
+        # at each place it is named, never one span over the words between
+        concepts: list[tuple[list[tuple[int, int]], list[list[str]]]] = []
         mentioned = []
         for group in self.synonyms:
-            spans = [m for term in group for m in _mention_spans(lowered, term.lower())]
+            spans = _merged(sorted(m for term in group for m in _mention_spans(lowered, term.lower())))
             if spans:
-                mentioned.append((min(s for s, _ in spans), max(e for _, e in spans), group))
-        for start, end, group in sorted(mentioned, key=lambda m: m[0] - m[1]):  # the longest mention first
+                mentioned.append((spans, group))
+        for spans, group in sorted(mentioned, key=lambda m: -max(e - s for s, e in m[0])):  # the longest mention first
             variants = [self._whole(term) for term in group]
-            inside = next((c for c in concepts if c[0] <= start and end <= c[1]), None)
+            start, end = max(spans, key=lambda span: span[1] - span[0])
+            inside = next((c for c in concepts if any(s <= start and end <= e for s, e in c[0])), None)
             if inside is not None:  # 阿托品 within 低浓度阿托品: another way to match the same concept
-                inside[2].extend(v for v in variants if v and v not in inside[2])
+                inside[1].extend(v for v in variants if v and v not in inside[1])
+                inside[0].extend(span for span in spans if span not in inside[0])
                 continue
-            concepts.append((start, end, [self.tokenize(query[start:end]), *[v for v in variants if v]]))
-        groups: list[list[list[str]]] = [[alt for alt in alternatives if alt] for _, _, alternatives in concepts]
+            concepts.append((spans, [self.tokenize(query[start:end]), *[v for v in variants if v]]))
+        groups: list[list[list[str]]] = [[alt for alt in alternatives if alt] for _, alternatives in concepts]
+        covered = [span for spans, _ in concepts for span in spans]
         offset = 0
         for word in self.words(query):
             start, end = offset, offset + len(word)
             offset = end
-            if any(s < end and start < e for s, e, _ in concepts):
+            if any(s < end and start < e for s, e in covered):
                 continue
             tokens = self.tokenize(word)
             if tokens:
@@ -303,6 +313,17 @@ def _aligned(text: str, pieces: list[str]) -> list[str]:
         words.append(text[start : start + len(piece)])
         start += len(piece)
     return words if start == len(text) else pieces
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted spans with the overlapping ones joined (低浓度阿托品 and its 阿托品)."""
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        if out and start < out[-1][1]:
+            out[-1] = (out[-1][0], max(end, out[-1][1]))
+        else:
+            out.append((start, end))
+    return out
 
 
 def _mention_spans(text: str, term: str) -> list[tuple[int, int]]:
