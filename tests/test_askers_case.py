@@ -326,3 +326,39 @@ async def test_which_drugs_is_answered_by_the_sentence_naming_drugs(tmp_path):
     result = await service.ask("干眼的人吃哪些药会让眼睛更干？")
     assert "抗组胺药" in tldr(result.answer), result.answer
     assert "药会" not in {t.text for t in analyse("干眼的人吃哪些药会让眼睛更干？").terms}
+
+
+DIABETIC_CARE = """# 糖尿病视网膜病变的中西医结合管理（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+## 治疗原则
+
+控制血糖、血压和血脂是治疗的基础。中药调理可作为辅助，但不能替代激光光凝、抗VEGF注射或玻璃体手术等眼科专科治疗；已有眼底出血者应尽快就诊眼科。
+
+## 随访
+
+无视网膜病变者每年检查眼底一次，已有病变者按医生建议每3至6个月复查。
+"""
+
+
+async def test_how_long_the_asker_has_been_ill_is_no_number_asked(tmp_path):
+    service = library(tmp_path, {"糖尿病视网膜病变（演示）.md": DIABETIC_CARE, **OTHERS})
+    result = await service.ask("我爸糖尿病十几年，眼底已经出血了，光靠喝中药调理行不行？")
+    assert "不能替代" in tldr(result.answer), result.answer
+    assert result.citations and all(c.verified for c in result.citations)
+
+
+def test_several_days_tell_how_long_while_how_many_days_asks():
+    assert analyse("眼睛红了好几天了，要紧吗？").quantity == ""
+    assert analyse("这几天眼睛老是痒怎么办？").quantity == ""
+    assert analyse("前几年做过近视手术，现在能戴隐形眼镜吗？").quantity == ""
+    assert analyse("做白内障手术术前几天要停戴隐形眼镜？").quantity != ""
+    assert analyse("散瞳后要过几天才能看清近处？").quantity != ""
+
+
+def test_how_big_torn_from_its_auxiliary_still_asks_a_figure():
+    """jieba reads "长到多大会影响视力" as 多 / 大会 (a conference); 多大 / 会 it is. "换个话题" frames the question."""
+    ask = analyse("换个话题，翼状胬肉长到多大会影响视力？")
+    assert ask.quantity
+    assert not {"大会", "换个", "话题"} & {t.text for t in ask.terms}

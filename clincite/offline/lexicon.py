@@ -43,6 +43,8 @@ class Lexicon:
     synonym_groups: list[list[str]] = field(default_factory=list)
     kinds: dict[str, list[str]] = field(default_factory=dict)  # member → its class's names (吗啡 → 阿片类药物 …)
     members: dict[str, list[str]] = field(default_factory=dict)  # a class name → its members (散瞳药 → 托吡卡胺 …)
+    # an aspect → the aspects whose cues also speak to it: "治什么的" (用途) is answered by a label's indication
+    answered_by: dict[str, set[str]] = field(default_factory=dict)
     _cues_by_length: list[str] = field(default_factory=list)
     _by_head: dict[str, list[str]] = field(default_factory=dict)
 
@@ -61,7 +63,8 @@ class Lexicon:
 
     def passage_aspects(self, text: str) -> set[str]:
         """The aspects a heading or sentence names, longest cue first (不适合 is 禁忌证, not 适应证)."""
-        return {self.passage_cues[cue] for cue in self.passage_cues_in(text)}
+        named = {self.passage_cues[cue] for cue in self.passage_cues_in(text)}
+        return named | {aspect for aspect, others in self.answered_by.items() if others & named}
 
     def passage_cues_in(self, text: str) -> set[str]:
         """The aspect cues a heading or sentence has, longest first (不适合, not 适合 within it)."""
@@ -78,6 +81,7 @@ class Lexicon:
 
     def quantity_asked(self, question: str) -> str:
         """The kind of number a question asks for (时间、剂量、年龄 …), "number" for a bare 多少/几, else ""."""
+        question = SEVERAL.sub("余", question)  # "糖尿病十几年" tells how long; it does not ask
         found = [
             (len(word), kind) for kind, (words, _) in self.quantities.items() for word in words if word in question
         ]
@@ -105,6 +109,17 @@ class Lexicon:
             if any(lowered == t.lower() for t in group):
                 out += [t.lower() for t in group if t.lower() not in out]
         return out + [v for v in [*in_digits(lowered), *other_writings(lowered)] if v not in out]
+
+
+# 几 after these says "several" (十几年、好几天、这几天、最近几天、前几年), it asks no number; 前 only opening a
+# clause, for "术前几天停药" asks one
+SEVERAL = re.compile(r"(?:[十好这那近头]|(?<![\u4e00-\u9fff])前)几")
+
+
+def says_several(previous: str, word: str) -> bool:
+    """`word` (几天、几年…) after the word `previous` means "several", not "how many". jieba keeps 术前、产前 whole,
+    so a 前 of its own opens "前几年"."""
+    return word.startswith("几") and (previous == "前" or previous[-1:] in "十好这那近头" and previous != "")
 
 
 _ROMAN = ["i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x", "xi", "xii"]
@@ -196,6 +211,7 @@ def load_lexicon(lexicon_dir: Path = LEXICON_DIR) -> Lexicon:
         passage_cues=passage,
         list_aspects={name for name, cues in raw["aspects"].items() if cues.get("list")},
         free_aspects=set(raw["free_aspects"]),
+        answered_by={name: set(cues["answered_by"]) for name, cues in raw["aspects"].items() if "answered_by" in cues},
         function_words=set(raw["function_words"]),
         generic=set(raw["generic"]),
         quantity_words=set(raw["quantity_words"]),

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Protocol
 
-from clincite.offline.lexicon import Lexicon, get_lexicon
+from clincite.offline.lexicon import Lexicon, get_lexicon, says_several
 from clincite.text.script import fold
 from clincite.text.tokenizer import get_tokenizer
 
@@ -130,6 +130,7 @@ class Term:
     quoted: bool = False  # the asker put it in quotes (哪几个“不要”): the text's own word, whatever it is
     modifier: bool = False  # "X的Y": X says whose Y is asked (手术显微镜的脚踏), Y is what is asked about
     either: str = ""  # "A或B": the term this one is an alternative to (B's is A); a text may name either
+    glossed: bool = False  # named with a second name in brackets: 威尔眸（Vigamox）, a product the asker names
     context: bool = False  # the chat's last subject, carried along as context: weighed where named, never required
     # Written only in a clause that asks nothing ("天天对着电脑上班，…，为啥…"): the asker's scene, an everyday word
     # that ranks a passage naming it but is never missed where a passage does not
@@ -168,7 +169,7 @@ class Ask:
         like are aspects of a subject, not subjects)."""
         lex = get_lexicon()
         specific = [t for t in self.terms if not t.generic and not t.context and t.text.lower() not in lex.not_subjects]
-        named = [t for t in specific if t.entity or _abbreviation(t.text)]
+        named = [t for t in specific if t.entity or _abbreviation(t.text) or _proper_name(t)]
         # 长期用激素眼药水…: no domain term but 眼药水, which is a form rather than a subject; still the best name of it
         forms = [t for t in self.terms if t.entity and not t.generic and not t.context and t not in specific]
         return named or (forms if specific else []) or specific
@@ -183,7 +184,8 @@ class Ask:
         """The most specific subject (the longest domain term), else the content words as written: what titles use."""
         subjects = self.subjects
         if subjects:
-            return max(subjects, key=lambda t: (t.entity, len(t.text))).text
+            # "威尔眸（Vigamox）除了细菌性结膜炎…": the product the asker names and glosses is what is asked about
+            return max(subjects, key=lambda t: (_proper_name(t), t.entity, not t.text.isascii(), len(t.text))).text
         return "".join(t.text for t in self.terms) or self.resolved
 
     @property
@@ -469,6 +471,7 @@ def _mark_parenthesised(ask: Ask) -> None:
         inside = [term for start, end, term in placed if bracket.start() < start and end < bracket.end()]
         for term in inside if named else []:
             term.either = term.either or named[0].text
+            term.glossed = named[0].glossed = True
 
 
 def _mark_scene(ask: Ask, lex: Lexicon) -> None:
@@ -490,8 +493,21 @@ def _mark_scene(ask: Ask, lex: Lexicon) -> None:
         term.told = True
         if term.entity or term.quoted or term.context or _abbreviation(term.text) or term.text in lex.populations:
             continue  # 儿童 of "儿童…用加巴喷丁，起始剂量…": whom it is asked of
+        if _coined_name(term.text):
+            continue  # "宜可利除了严重干眼，还有什么适应症": a brand the asker names first, then asks of
         if not lex.is_medical(term.text):
             term.scene = True
+
+
+def _proper_name(term: Term) -> bool:
+    """A name the asker glosses in brackets ("威尔眸（Vigamox）") or coins no dictionary word makes (宜可利)."""
+    return term.glossed and not term.entity or _coined_name(term.text)
+
+
+def _coined_name(word: str) -> bool:
+    """Three Chinese characters or more that no dictionary word is made of: a product's or a person's name (宜可利、
+    可乐必妥), never an everyday word of the asker's story."""
+    return len(word) >= 3 and bool(re.fullmatch(r"[\u4e00-\u9fff]+", word)) and get_tokenizer().is_coinage(word)
 
 
 # "我眼角长的翼状胬肉": the asker's own case, told in a clause before the 的 of what it is; "急性泪囊炎那种红肿疼的":
@@ -603,18 +619,41 @@ def _words(text: str) -> list[str]:
         if _NUMBER_SPLIT.fullmatch(piece) or _CODE_NAME.fullmatch(piece):
             words.append(piece)
         elif piece:
-            words += _numbered_names([w for w in get_tokenizer().words(piece) if w.strip() and not _PUNCT.match(w)])
+            raw = _glossed_names(get_tokenizer().words(piece))
+            words += _numbered_names([w for w in raw if w.strip() and not _PUNCT.match(w)])
     return _all_apart(words)
+
+
+def _glossed_names(words: list[str]) -> list[str]:
+    """A name glossed in Latin letters, "凡视达（Vyzulta）", that jieba cut (凡视 / 达): one name again, so the gloss
+    names it and not its last character."""
+    out: list[str] = []
+    function_words = get_lexicon().function_words
+    for index, word in enumerate(words):
+        glossed = word in ("（", "(") and re.match(r"[A-Za-z]", words[index + 1] if index + 1 < len(words) else "")
+        if glossed and len(out) >= 2 and _HAN_CHAR.fullmatch(out[-1]) and re.fullmatch(r"[\u4e00-\u9fff]+", out[-2]):
+            if out[-2] not in function_words:
+                last = out.pop()
+                out[-1] += last
+        out.append(word)
+    return out
+
+
+_HAN_CHAR = re.compile(r"[\u4e00-\u9fff]")
 
 
 def _all_apart(words: list[str]) -> list[str]:
     """A noun and the auxiliary after it glued into one word: "哪些药会让…" (药会, joined by jieba's guess at words it
-    does not know), "啥药都没有" (药都, a town's nickname it does know, before a negation): each on its own again."""
+    does not know), "啥药都没有" (药都, a town's nickname it does know, before a negation): each on its own again.
+    Likewise 多大 / 多高 torn apart for a word it knows (大会)."""
     tokenizer = get_tokenizer()
     out: list[str] = []
     for word, following in zip(words, [*words[1:], ""]):
         glued = len(word) == 2 and word[1] in _AUXILIARIES and not tokenizer.knows(word)
-        if glued or (len(word) == 2 and word.endswith("都") and following.startswith(("没", "不"))):
+        if out and out[-1] == "多" and len(word) == 2 and f"多{word[0]}" in _HOW_MUCH_WORDS and word[1] in _AUXILIARIES:
+            out[-1] += word[0]  # "长到多大会影响视力": jieba reads 多 / 大会 (a conference); 多大 / 会 it is
+            out.append(word[1])
+        elif glued or (len(word) == 2 and word.endswith("都") and following.startswith(("没", "不"))):
             out += [word[0], word[1]]
         else:
             out.append(word)
@@ -622,6 +661,7 @@ def _all_apart(words: list[str]) -> list[str]:
 
 
 _AUXILIARIES = "会都也就才还能要该"
+_HOW_MUCH_WORDS = ("多大", "多高", "多少", "多久", "多长", "多远", "多深", "多重", "多宽", "多厚")  # ask a figure
 
 
 def _numbered_names(words: list[str]) -> list[str]:
@@ -699,6 +739,8 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
             _add_cue(ask, "分级", lex)  # 分几级 / 分几期: how it is graded, a classification, not one number
             skip = token == "几"
             continue
+        if index and says_several(tokens[index - 1], token):
+            continue  # "眼睛红了好几天了": the asker says how long, a number the answer need not give
         if token in lex.quantity_words or _ASKS_NUMBER.match(token) or _is_quantity_ask(token, lex):
             ask.quantity = ask.quantity or "number"
             if token not in MEASURED:

@@ -164,6 +164,7 @@ _ENUMERATED = re.compile(
 )
 _ELABORATES = re.compile(r"^(?:例如|比如|譬如|诸如|包括|如(?![果何此今同下若期]))")  # a sentence of examples
 # a figure, not "数十年、几十次" (how long, vaguely: no answer to 多少)
+_SERIAL = re.compile(r"第\s*[0-9０-９]+\s*[号號]|(?<![\d.])0\d{3,}")  # a licence's or a record's number
 _DIGIT = re.compile(
     r"\d|(?<![数几])[一二三四五六七八九十两半]+\s*(?:个|次|天|日|周|星期|月|年|岁|小时|分钟|滴|mg|%|成|分之)"
 )
@@ -666,8 +667,9 @@ def _passage(
     headings = " ".join([hit.title, *paths]).lower()
     scope = f"{headings} {opening.lower()} {hit.text.lower()}"
     # A one-character spoken verb the library never writes as a word (掉 of "视力掉到多少") ranks no passage: where
-    # a text has the character it is mostly inside another word (拔掉)
-    ranked = [w for w in terms if not (w.unseen and _colloquial_verb(w.term))] or terms
+    # a text has the character it is mostly inside another word (拔掉); nor does a measure it never names (浓度 of
+    # "它的浓度是多少" where the text gives "0.05%")
+    ranked = [w for w in terms if not (w.unseen and (_colloquial_verb(w.term) or w.term.text in MEASURED))] or terms
     coverage = _coverage(ranked, scope, headings)
     # The asker's own figures (8岁, 0.3mm) and scene (天天对着电脑上班) rank a passage that has them, but one without
     # them may still answer; a percentage names what is asked of (0.01%还是0.05%的阿托品)
@@ -675,7 +677,11 @@ def _passage(
         w
         for w in terms
         if match(w, scope) == 1.0
-        or not (w.term.scene or _askers_figure(ask, w.term.text) or (w.unseen and _colloquial_verb(w.term)))
+        or not (
+            w.term.scene
+            or _askers_figure(ask, w.term.text)
+            or (w.unseen and (_colloquial_verb(w.term) or w.term.text in MEASURED))
+        )
     ] or terms
     if _coverage(worded, scope, headings) < COVERAGE_FLOOR or not _covers_decisive(
         decisive + _named_subjects(ask, part, terms), f"{scope} {topic}", headings
@@ -867,6 +873,8 @@ def _may_decide(weighted: Weighted) -> bool:
         return True  # 儿童 in a library of adult pain guidelines: a passage not naming children is on adults
     if term.generic or term.context:  # 孩子、患者: the asker's everyday word for whoever the text is about
         return False
+    if term.text in MEASURED and weighted.unseen:
+        return False  # "它的浓度是多少": a library that never writes 浓度 gives the figure as it is (0.05%)
     if term.entity or term.text.isascii():
         return True
     tokenizer = get_tokenizer()
@@ -1136,7 +1144,7 @@ def _unit_score(
         score += OWN_SECTION_BONUS  # under "### 适用人群" itself, not only under "## 佩戴要求与适用人群 > 佩戴时间"
     if path and _titled_by_term(path[-1], terms):
         score += TITLED_BONUS  # under "#### 材料", what "哪种材料…" asks about is the section's very subject
-    if ask.wants_number and _DIGIT.search(text):
+    if ask.wants_number and _DIGIT.search(_SERIAL.sub("", text)):  # 第024206号 numbers a licence: no figure
         score += 0.15
         if _number_of_kind(ask, text, lex):  # 两三年 for 多久, not the 两个度数 of a sentence on another matter
             score += 0.05
@@ -1168,7 +1176,8 @@ def _titled_by_term(heading: str, terms: list[Weighted]) -> bool:
 
 
 def _cues_of(part: Part, text: str, lex: Lexicon) -> list[str]:
-    return [cue for cue in lex.passage_cues_in(text) if lex.passage_cues[cue] in part.aspects]
+    asked = set(part.aspects).union(*(lex.answered_by.get(aspect, set()) for aspect in part.aspects))
+    return [cue for cue in lex.passage_cues_in(text) if lex.passage_cues[cue] in asked]
 
 
 def _says_as_asked(ask: Ask, part: Part, text: str, lex: Lexicon) -> bool:
