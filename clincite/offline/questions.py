@@ -989,8 +989,15 @@ def _abbreviation(word: str) -> bool:
 
 
 def _asks_as_before(question: str, text: str, lex: Lexicon) -> bool:
-    """ "那HAL呢？", "那双眼的": too short to ask anything but what the last question asked."""
-    return question.strip().rstrip(TRAILING).endswith("呢") or _short(_strip_markers(text, lex))
+    """ "那HAL呢？", "那双眼的": too short to ask anything but what the last question asked. "那做完当天可以洗头吗？"
+    is short too, but asks its own question (可以…吗): not the last one's 多长时间."""
+    if question.strip().rstrip(TRAILING).endswith("呢"):
+        return True
+    stripped = _strip_markers(text, lex)
+    return _short(stripped) and not _OWN_QUESTION.search(question)
+
+
+_OWN_QUESTION = re.compile(r"[吗么啥谁怎否]|什么|多少|多久|可以|可不可以|能不能|要不要|会不会|是不是|有没有|哪")
 
 
 def _has_specific(terms: list[Term], lex: Lexicon) -> bool:

@@ -937,6 +937,8 @@ def _written_together(names: list[Weighted], unit: Unit, hit: Hit, headings: str
     names = [w for w in names if not _NUMBER.match(w.term.text)]
     if len(names) != 2:  # one word; or a longer phrase (妇幼保健院婴幼儿视力筛查), whose words a text spreads out
         return True
+    if names[1].term.either == names[0].term.text or names[0].term.either == names[1].term.text:
+        return True  # 泰福罗坦（Taflotan）: one name and its gloss, either of which names the one thing
     head, kind = sorted(names, key=lambda w: -w.weight)
     if kind.weight > KIND_SHARE * head.weight or match(head, headings) == 1.0:
         return True  # two words of weight (单眼 + 先天性白内障) each narrow the question by themselves
