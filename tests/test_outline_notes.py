@@ -21,7 +21,7 @@ from __future__ import annotations
 from test_other_styles import library, tldr
 
 from clincite.core.shapes import ChatTurn
-from clincite.ingest.loaders import load_markdown
+from clincite.ingest.loaders import load_document, load_markdown
 from clincite.offline.lexicon import get_lexicon
 from clincite.offline.questions import analyse
 
@@ -155,3 +155,40 @@ def test_which_days_is_a_number_asked_and_a_syndrome_is_named_either_way():
     assert ask.quantity == "时间" and "几天" not in [t.text for t in ask.terms], (ask.quantity, ask.terms)
     assert "先天性风疹症候群" in get_lexicon().variants("先天性风疹综合征")
     assert {"五针法", "四针法"} <= {t.text for t in analyse("五针法和四针法的程序分别是啥？").terms}  # not 针法 twice
+
+
+THYROID_NOTES = """# 眼瞼（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+### 甲狀腺眼病(thyroid eye disease)
+
+#### Graves病是成人眼球突出最常見的原因
+
+#### 與甲狀腺功能高低並不平行
+
+#### 特徵：眼外肌受累以下直肌最常見，其次為內直肌；CT可見肌腹梭形增粗而肌腱不受累
+
+#### 治療：戒菸、控制甲狀腺功能，活動期可用類固醇
+
+### 眼瞼痙攣(blepharospasm)
+
+#### 中年女性較常見
+"""
+
+
+def test_a_run_of_headings_that_head_nothing_loses_no_line(tmp_path):
+    """An outline export's every line is a heading: a short one that names nothing below it ("與甲狀腺功能高低並不
+    平行") used to close its parent's text, and every line after it went into no passage at all."""
+    path = tmp_path / "眼瞼（演示）.md"
+    path.write_text(THYROID_NOTES, encoding="utf-8")
+    document = load_document(path)
+    for line in ("與甲狀腺功能高低並不平行", "特徵：眼外肌受累以下直肌最常見", "治療：戒菸", "中年女性較常見"):
+        at = document.text.find(line)
+        assert any(s.start <= at < s.end for s in document.sections), line
+
+
+async def test_a_line_after_a_heading_that_heads_nothing_is_answered(tmp_path):
+    service = library(tmp_path, {"眼瞼（演示）.md": THYROID_NOTES, "淚液系統（演示）.md": TEAR_NOTES})
+    result = await service.ask("甲状腺眼病CT上最常见哪条眼外肌增粗？")
+    assert "下直肌" in tldr(result.answer), result.answer

@@ -56,9 +56,11 @@ VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole
 # line of its section's text; 10: a plain text's short first line that is no sentence heads the text; 11: a PDF's
 # metadata title that names something else — a template's, a link, a list item — is not the document's title; 12: a
 # plain text that is a key-value file, "service_cataract_text1: 白內障是…", reads as its values; 13: a JSON record
-# titled by a key ending in name/title/名称 (chinese_name), its nested parts' repeats of a line written once): the next
+# titled by a key ending in name/title/名称 (chinese_name), its nested parts' repeats of a line written once; 14: every
+# heading that heads nothing is a line of its parent's text, sentence or not, and after another such heading too —
+# before, a run of them lost its text from every passage): the next
 # ingest of an existing KB reads every file again, so an upgrade's better reading reaches the documents.
-READER_VERSION = 13
+READER_VERSION = 14
 READER_KEY = "reader_version"
 
 Status = Literal["added", "updated", "unchanged", "skipped", "removed", "would-remove"]

@@ -71,10 +71,6 @@ ORDINAL_HEADING_CHARS = 30
 _ORDINAL_1 = re.compile(r"^(?:第[一二三四五六七八九十百]+[章节部分篇]|[一二三四五六七八九十]{1,3}、)\s*\S")
 _ORDINAL_2 = re.compile(r"^[（(][一二三四五六七八九十]{1,3}[）)]\s*\S")
 _SPACE_BEFORE_PUNCT = re.compile(r"[ \t]+(?=[。，；：、！？）])")
-# A heading line that is really a sentence of the text (an outline or a note-taking app's export puts every line of a
-# note in a heading): clause punctuation inside it, a label with a statement after its colon, or a long line.
-_CLAUSE_MARK = re.compile(r"[，,；;。！？!?]|[：:]\s*\S{4}")
-SENTENCE_HEADING_CHARS = 25
 
 
 def clean_text(text: str) -> str:
@@ -106,12 +102,6 @@ def ordinal_heading_level(line: str) -> int:
     if _ORDINAL_2.match(line):
         return 2
     return 0
-
-
-def reads_as_sentence(heading: str) -> bool:
-    """A heading line that says something rather than names a part: "一層透明的黏膜，覆蓋於眼瞼內側",
-    "血管供應：來自前睫狀動脈" (not "病因与诊断", "非特異性症狀：")."""
-    return len(heading) >= SENTENCE_HEADING_CHARS or bool(_CLAUSE_MARK.search(heading.rstrip("：: ")))
 
 
 def strip_markers(text: str) -> str:
@@ -189,7 +179,7 @@ class DocumentBuilder:
         if not text:
             return
         if self.path and self.path[-1][0] >= level:
-            self._text_if_sentence_leaf()
+            self._text_if_leaf()
         self._close_section()
         if level <= 1 and not self._has_body() and self.title in (None, text):
             # The document's own title line: kept in the text, but it heads no section (as a Markdown "# title").
@@ -252,24 +242,27 @@ class DocumentBuilder:
     def _has_body(self) -> bool:
         return self.length > 0
 
-    def _text_if_sentence_leaf(self) -> None:
-        """The last heading heads nothing (no text under it, the next heading is no deeper) and reads as a sentence:
-        it is a line of its parent section's text, so it can be found, judged and quoted like any other."""
-        if self.length != self._section_start or not self.sections or not reads_as_sentence(self.path[-1][1]):
+    def _text_if_leaf(self) -> None:
+        """The last heading heads nothing (no text under it, the next heading is no deeper): it is a line of its
+        parent section's text, so it can be found, judged and quoted like any other — an outline export makes every
+        line a heading, and an empty section would take its text out of every passage."""
+        if self.length != self._section_start:
             return
-        parent = self.sections[-1]
-        if parent.heading_path != [h for _, h in self.path[:-1]]:
-            return
-        self.sections.pop()
         self.path = self.path[:-1]
-        self._section_start, self._heading_start = parent.start, parent.heading_start
+        parent = self.sections[-1] if self.sections else None
+        if parent is not None and parent.heading_path == [h for _, h in self.path]:
+            self.sections.pop()
+            self._section_start, self._heading_start = parent.start, parent.heading_start
+        elif self._heading_start is not None:
+            # the parent's own text was closed by an earlier heading: the line opens a section of the parent's
+            self._section_start, self._heading_start = self._heading_start, None
 
     def _close_section(self) -> None:
         self.sections.append(Section([h for _, h in self.path], self._section_start, self.length, self._heading_start))
 
     def build(self) -> LoadedDocument:
         if self.path:
-            self._text_if_sentence_leaf()
+            self._text_if_leaf()
         self._close_section()
         self._page_begins_here()  # trailing empty pages start at the end
         text = "".join(self.parts)
