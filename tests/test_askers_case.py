@@ -365,7 +365,8 @@ def test_how_big_torn_from_its_auxiliary_still_asks_a_figure():
 
 
 def test_a_short_follow_up_asking_its_own_question_does_not_take_the_last_ones_figure():
-    """ "那做完当天可以洗头吗？" after "白内障手术一般要做多长时间？" asks yes or no, not 多长时间 again (the text's "头一
-    星期…洗头" gave a time and was quoted over "术后当天一般都不建议洗头"); "那HAL呢？" still asks what the last asked."""
+    """ "那做完当天可以洗头吗？" after "白内障手术一般要做多长时间？" asks yes or no, not 多长时间 again (the
+    text's "头一星期…洗头" gave a time and was quoted over "术后当天一般都不建议洗头"); "那HAL呢？" still asks what
+    the last one asked."""
     assert analyse("那做完当天可以洗头吗？", ["白内障手术一般要做多长时间？"]).quantity == ""
     assert analyse("那HAL呢？", ["DIMS镜片一天要戴多久？"]).quantity == "时间"

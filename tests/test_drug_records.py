@@ -1,8 +1,8 @@
 """A drug register exported as JSON (one product a file, as a regulator's open data or a pharmacy's database keeps it):
 the product is cited by its Chinese name, its bookkeeping (ids, statuses, timestamps, paths) is never a passage, each
 ingredient is one line that says what it is (name, role, strength together), and the licence's indication text is
-labelled as the indication — and the clinician's questions about one product ("清视达（Qingshida）里面加的防腐剂是哪一种？",
-"那它的主要成分是什么？") are answered from that product's record.
+labelled as the indication — and a clinician's question about one product ("清视达（Qingshida）里面加的防腐剂是
+哪一种？") is answered from that product's record.
 
 Found on the stop-46 blind library (a pharmacist's database of Taiwan FDA eye-drug licences). Every product here is
 invented for these tests (演示材料：虚构产品); the indications are written in our own words and are not clinical
@@ -141,8 +141,8 @@ def test_what_a_product_is_for_and_what_it_holds_are_asked_as_such():
 
 
 def test_a_product_named_before_the_question_is_no_scene_of_the_askers():
-    """ "润眸安除了干眼，还能用在什么情况？": the clause before the one that asks names the product; a name no dictionary
-    word makes is what is asked about, not the asker's story."""
+    """ "润眸安除了干眼，还能用在什么情况？": the clause before the one that asks names the product; a name no
+    dictionary word makes is what is asked about, not the asker's story."""
     ask = analyse("润眸安除了干眼，还能用在什么情况？")
     assert not next(t for t in ask.terms if t.text == "润眸安").scene
 

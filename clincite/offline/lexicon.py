@@ -119,7 +119,7 @@ SEVERAL = re.compile(r"(?:[十好这那近头]|(?<![\u4e00-\u9fff])前)几")
 def says_several(previous: str, word: str) -> bool:
     """`word` (几天、几年…) after the word `previous` means "several", not "how many". jieba keeps 术前、产前 whole,
     so a 前 of its own opens "前几年"."""
-    return word.startswith("几") and (previous == "前" or previous[-1:] in "十好这那近头" and previous != "")
+    return word.startswith("几") and (previous == "前" or (previous != "" and previous[-1:] in "十好这那近头"))
 
 
 _ROMAN = ["i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x", "xi", "xii"]

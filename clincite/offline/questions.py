@@ -501,7 +501,7 @@ def _mark_scene(ask: Ask, lex: Lexicon) -> None:
 
 def _proper_name(term: Term) -> bool:
     """A name the asker glosses in brackets ("威尔眸（Vigamox）") or coins no dictionary word makes (宜可利)."""
-    return term.glossed and not term.entity or _coined_name(term.text)
+    return (term.glossed and not term.entity) or _coined_name(term.text)
 
 
 def _coined_name(word: str) -> bool:
@@ -631,10 +631,10 @@ def _glossed_names(words: list[str]) -> list[str]:
     function_words = get_lexicon().function_words
     for index, word in enumerate(words):
         glossed = word in ("（", "(") and re.match(r"[A-Za-z]", words[index + 1] if index + 1 < len(words) else "")
-        if glossed and len(out) >= 2 and _HAN_CHAR.fullmatch(out[-1]) and re.fullmatch(r"[\u4e00-\u9fff]+", out[-2]):
-            if out[-2] not in function_words:
-                last = out.pop()
-                out[-1] += last
+        cut = len(out) >= 2 and _HAN_CHAR.fullmatch(out[-1]) and re.fullmatch(r"[\u4e00-\u9fff]+", out[-2])
+        if glossed and cut and out[-2] not in function_words:
+            last = out.pop()
+            out[-1] += last
         out.append(word)
     return out
 

@@ -210,10 +210,10 @@ def _with_units(row: dict) -> dict:
     for key, item in row.items():
         last = next(reversed(out), None)
         figure = out.get(last) if last is not None else None
-        if key.strip().lower() in UNIT_KEYS and isinstance(item, str) and isinstance(figure, (str, int, float)):
-            if _FIGURE.fullmatch(str(figure).strip()):
-                out[last] = f"{str(figure).strip()} {item.strip()}"
-                continue
+        measured = isinstance(figure, (str, int, float)) and bool(_FIGURE.fullmatch(str(figure).strip()))
+        if key.strip().lower() in UNIT_KEYS and isinstance(item, str) and measured:
+            out[last] = f"{str(figure).strip()} {item.strip()}"
+            continue
         out[key] = item
     return out
 
