@@ -29,14 +29,23 @@ class TerminalRenderer:
 
     def __init__(self, out=sys.stdout):
         self.out = out
+        self._answering = False
+        self._held: list[str] = []  # steps that end while the report streams: printed after it, not inside it
+
+    def _step(self, line: str) -> None:
+        if self._answering:
+            self._held.append(line)
+        else:
+            self.out.write(line)
 
     def __call__(self, event: Event) -> None:
-        write = self.out.write
+        write = self._step
         match event:
             case NoticeEvent(message=message):
                 write(f"【提示】{message}\n")
             case StageStarted(stage="answer"):
                 write("\n──── 回答 ────\n")
+                self._answering = True
             case StageStarted(label=label):
                 write(f"▶ {label}…\n")
             case StageFinished(stage=stage, seconds=seconds) if stage != "answer":
@@ -64,8 +73,12 @@ class TerminalRenderer:
             case DegradedEvent(degradation=d):
                 write(f"【降级】{d.message}\n")
             case AnswerToken(text=text):
-                write(text)
+                self.out.write(text)
             case AnswerDone(result=r):
+                self._answering = False
+                if self._held:
+                    write("\n\n" + "".join(self._held).rstrip("\n"))
+                    self._held = []
                 write("\n──── 引用核验 ────\n")
                 for c in r.citations:
                     mark = "✓ 原文已核验" if c.verified else "✗ 未在来源中找到此原文"
