@@ -13,7 +13,7 @@ import pytest
 from conftest import SAMPLE_KB
 from nasty_corpus import build
 
-from clincite.ingest.loaders import LoadedDocument, load_document
+from clincite.ingest.loaders import LoadedDocument, SkipFile, load_document
 
 
 def lost_lines(document: LoadedDocument) -> list[str]:
@@ -45,12 +45,26 @@ def test_no_added_file_of_the_nasty_corpus_loses_a_line(tmp_path):
     "markdown",
     [
         "# 笔记（演示）\n\n### 甲\n\n#### 短标签\n\n#### 句子一，说的是内容。\n\n#### 句子二\n\n### 乙\n\n正文。\n",
-        "# 笔记（演示）\n\n## 一\n\n## 二\n\n## 三\n",
+        "# 笔记（演示）\n\n正文在前。\n\n## 一\n\n## 二\n\n## 三\n",
         "# 笔记（演示）\n\n正文在前。\n\n## 空标题\n\n### 更深的空标题\n\n## 收尾\n",
     ],
-    ids=["a run after a short label", "sibling headings only", "a deeper one, then a shallower"],
+    ids=["a run after a short label", "sibling headings after the text", "a deeper one, then a shallower"],
 )
 def test_headings_that_head_nothing_stay_in_the_text(tmp_path, markdown):
     path = tmp_path / "笔记（演示）.md"
     path.write_text(markdown, encoding="utf-8")
     assert lost_lines(load_document(path)) == []
+
+
+def test_a_file_of_labels_only_has_no_passage(tmp_path):
+    """Headings that head nothing are text only where the document says something: "## 标题1" … "## 标题50" and
+    nothing else is no document (skipped as having no text), while an outline export's sentences are one."""
+    path = tmp_path / "目录（演示）.md"
+    path.write_text("".join(f"## 标题{i}\n\n" for i in range(50)), encoding="utf-8")
+    with pytest.raises(SkipFile, match="没有正文"):
+        load_document(path)
+    path.write_text(
+        "# 笔记（演示）\n\n## 角膜\n\n### 角膜分五层，由外向内为上皮层、前弹力层、基质层、后弹力层和内皮层\n",
+        encoding="utf-8",
+    )
+    assert load_document(path).sections

@@ -71,6 +71,10 @@ ORDINAL_HEADING_CHARS = 30
 _ORDINAL_1 = re.compile(r"^(?:第[一二三四五六七八九十百]+[章节部分篇]|[一二三四五六七八九十]{1,3}、)\s*\S")
 _ORDINAL_2 = re.compile(r"^[（(][一二三四五六七八九十]{1,3}[）)]\s*\S")
 _SPACE_BEFORE_PUNCT = re.compile(r"[ \t]+(?=[。，；：、！？）])")
+# A heading line that is really a sentence of the text (an outline or a note-taking app's export puts every line of a
+# note in a heading): clause punctuation inside it, a label with a statement after its colon, or a long line.
+_CLAUSE_MARK = re.compile(r"[，,；;。！？!?]|[：:]\s*\S{4}")
+SENTENCE_HEADING_CHARS = 25
 
 
 def clean_text(text: str) -> str:
@@ -102,6 +106,12 @@ def ordinal_heading_level(line: str) -> int:
     if _ORDINAL_2.match(line):
         return 2
     return 0
+
+
+def reads_as_sentence(heading: str) -> bool:
+    """A heading line that says something rather than names a part: "一層透明的黏膜，覆蓋於眼瞼內側",
+    "血管供應：來自前睫狀動脈" (not "病因与诊断", "非特異性症狀：")."""
+    return len(heading) >= SENTENCE_HEADING_CHARS or bool(_CLAUSE_MARK.search(heading.rstrip("：: ")))
 
 
 def strip_markers(text: str) -> str:
@@ -151,6 +161,7 @@ class DocumentBuilder:
     _section_start: int = 0
     _heading_start: int | None = None
     _pending_pages: int = 0
+    _says_something: bool = False  # a paragraph, list or table, or a heading line that reads as a sentence
 
     def _append(self, block: str) -> int:
         """Add a block after a blank line; returns the block's start offset."""
@@ -206,11 +217,13 @@ class DocumentBuilder:
             line for line in (strip_markers(_one_line(line)) for line in clean_text(text).split("\n")) if line
         )
         if text:
+            self._says_something = True
             self._append(text)
 
     def list_items(self, items: list[str]) -> None:
         """A list: one block, one item per line, bullets already gone."""
         lines = [line for line in (strip_markers(_join_lines(clean_text(item))) for item in items) if line]
+        self._says_something = self._says_something or bool(lines)
         if lines and self.parts and self.parts[-1].rstrip().endswith(LEAD_IN_ENDS) and "\n" not in self.parts[-1]:
             # The list of a lead-in ("以下情况不宜验配：") is read with it: one block, the lead-in its first line.
             self.parts[-1] += "\n" + "\n".join(lines)
@@ -222,6 +235,7 @@ class DocumentBuilder:
     def table(self, rows: list[list[str]]) -> None:
         lines = table_lines(rows)
         if lines:
+            self._says_something = True
             self._append("\n".join(lines))
 
     def continue_paragraph(self, text: str) -> None:
@@ -229,6 +243,7 @@ class DocumentBuilder:
         text = strip_markers(_join_lines(clean_text(text)))
         if not text:
             return
+        self._says_something = True
         if not self.parts:
             self._append(text)
             return
@@ -248,6 +263,7 @@ class DocumentBuilder:
         line a heading, and an empty section would take its text out of every passage."""
         if self.length != self._section_start:
             return
+        self._says_something = self._says_something or reads_as_sentence(self.path[-1][1])
         self.path = self.path[:-1]
         parent = self.sections[-1] if self.sections else None
         if parent is not None and parent.heading_path == [h for _, h in self.path]:
@@ -266,7 +282,8 @@ class DocumentBuilder:
         self._close_section()
         self._page_begins_here()  # trailing empty pages start at the end
         text = "".join(self.parts)
-        sections = [s for s in self.sections if text[s.start : s.end].strip()]
+        # A file of labels only ("## 标题1" … "## 标题2000") has no body: no passage, and it is skipped as empty
+        sections = [s for s in self.sections if text[s.start : s.end].strip()] if self._says_something else []
         return LoadedDocument(self.title or self.fallback_title, text, sections, self.page_starts, dict(self.metadata))
 
 
