@@ -179,7 +179,7 @@ def _write_list(builder: DocumentBuilder, items: list, level: int, skip: str | N
     for item in items:
         if isinstance(item, dict):
             _write_row(builder, item, level, skip, depth + 1)
-        elif isinstance(item, (dict, list)):
+        elif isinstance(item, list):
             _write(builder, item, level, skip, depth=depth + 1)
         elif _present(item):
             _write_text(builder, _scalar(item), "")
