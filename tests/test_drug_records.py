@@ -158,3 +158,25 @@ async def test_a_strain_named_the_other_way_still_finds_the_indication(tmp_path)
     service = library(tmp_path, files({**REGISTER, "cheming.json": record}))
     result = await service.ask("澈明（Cheming）能用在绿脓杆菌引起的结膜炎吗？")
     assert "铜绿假单胞菌" in tldr(result.answer), result.answer
+
+
+def test_a_name_jieba_glued_to_the_word_after_it_is_the_name():
+    """ "润眸安是治什么的？": jieba, not knowing 润眸安, reads 润眸安是 as one word; the extract was labelled
+    "润眸安是的用途" and the search looked for 润眸安是."""
+    assert analyse("润眸安是治什么的？").subject == "润眸安"
+    assert analyse("角膜塑形镜是什么？").subject == "角膜塑形镜"
+
+
+def test_an_ingredient_line_names_each_value_once(tmp_path: Path):
+    """substance_raw "Cetrimide" and substance_normalized "cetrimide": the line says it once."""
+    record = product(
+        5,
+        "净瞳凝胶（演示）",
+        "Jingtong gel",
+        "用于干眼。",
+        [{"substance_raw": "Cetrimide", "substance_normalized": "cetrimide"}],
+    )
+    path = tmp_path / "jingtong.json"
+    path.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
+    line = next(line for line in load_document(path).text.splitlines() if "Cetrimide" in line)
+    assert "cetrimide" not in line

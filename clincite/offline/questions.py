@@ -653,6 +653,8 @@ def _all_apart(words: list[str]) -> list[str]:
         if out and out[-1] == "多" and len(word) == 2 and f"多{word[0]}" in _HOW_MUCH_WORDS and word[1] in _AUXILIARIES:
             out[-1] += word[0]  # "长到多大会影响视力": jieba reads 多 / 大会 (a conference); 多大 / 会 it is
             out.append(word[1])
+        elif _name_and_verb(word):
+            out += [word[:-1], word[-1]]  # "润眸安是治什么的": jieba glued 是 onto a name it does not know
         elif glued or (len(word) == 2 and word.endswith("都") and following.startswith(("没", "不"))):
             out += [word[0], word[1]]
         else:
@@ -661,6 +663,21 @@ def _all_apart(words: list[str]) -> list[str]:
 
 
 _AUXILIARIES = "会都也就才还能要该"
+_AFTER_A_NAME = "是有在和跟与"  # one-character words jieba glues onto an unknown name before them
+
+
+def _name_and_verb(word: str) -> bool:
+    """An unknown word of four characters or more ending in 是/有/在/和…, its head a coinage: a name and the word
+    after it."""
+    return (
+        len(word) >= 4
+        and word[-1] in _AFTER_A_NAME
+        and bool(re.fullmatch(r"[\u4e00-\u9fff]+", word))
+        and get_tokenizer().is_coinage(word)
+        and get_tokenizer().is_coinage(word[:-1])
+    )
+
+
 _HOW_MUCH_WORDS = ("多大", "多高", "多少", "多久", "多长", "多远", "多深", "多重", "多宽", "多厚")  # ask a figure
 
 

@@ -193,6 +193,7 @@ def _write_row(builder: _RecordBuilder, row: dict, level: int, skip: str | None,
         for key, item in _with_units(row).items()
         if _present(item) and _in_row(item) and not _bookkeeping(key, item) and _short_text(item) != skip
     ]
+    fields = _first_of_each_value(fields)
     lines = [f"{_label(key)}：{_short_text(item)}" if _label(key) else _short_text(item) for key, item in fields]
     # the parent's fields a row repeats (license_number in every ingredient) were said once already
     line = "；".join(line for line in lines if line not in builder.written)
@@ -201,6 +202,18 @@ def _write_row(builder: _RecordBuilder, row: dict, level: int, skip: str | None,
     rest = {key: item for key, item in row.items() if not (_present(item) and _in_row(item))}
     if rest:
         _write_object(builder, rest, level, skip, depth)
+
+
+def _first_of_each_value(fields: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """A field repeating another's value in other letters (substance_normalized: cetrimide after Cetrimide) adds
+    nothing to the row's line."""
+    kept, seen = [], set()
+    for key, item in fields:
+        value = _short_text(item).casefold()
+        if value not in seen:
+            seen.add(value)
+            kept.append((key, item))
+    return kept
 
 
 def _with_units(row: dict) -> dict:
