@@ -16,6 +16,7 @@ from pathlib import Path
 
 from test_other_styles import library, tldr
 
+from clincite.core.shapes import ChatTurn
 from clincite.ingest.loaders import load_document
 from clincite.offline.questions import analyse
 from clincite.text.tokenizer import get_tokenizer
@@ -180,3 +181,19 @@ def test_an_ingredient_line_names_each_value_once(tmp_path: Path):
     path.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
     line = next(line for line in load_document(path).text.splitlines() if "Cetrimide" in line)
     assert "cetrimide" not in line
+
+
+async def test_a_products_strength_asked_after_it_is_the_figure_its_record_gives(tmp_path):
+    """ "那它的浓度是多少？": the record's licence line and its English name's line score alike for a question that
+    names nothing of its own; the one giving a 浓度 ("…EMULSION 0.05%") answers, not the first."""
+    record = product(
+        6,
+        "丽明乳剂（演示）",
+        "LIMING OPHTHALMIC EMULSION 0.05%",
+        "用于干眼伴角结膜上皮损伤、且局部抗炎治疗无效的患者。",
+        [{"substance_raw": "CYCLOSPORIN", "substance_role": "active", "strength": "0.500000", "unit": "MG"}],
+    )
+    service = library(tmp_path, files({**REGISTER, "liming.json": record}))
+    history = [ChatTurn(role="user", content="丽明（Liming）不是干眼就能用吧？要符合什么条件？")]
+    result = await service.ask("那它的浓度是多少？", history)
+    assert "0.05%" in tldr(result.answer), result.answer

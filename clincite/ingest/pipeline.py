@@ -58,9 +58,10 @@ VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole
 # plain text that is a key-value file, "service_cataract_text1: 白內障是…", reads as its values; 13: a JSON record
 # titled by a key ending in name/title/名称 (chinese_name), its nested parts' repeats of a line written once; 14: every
 # heading that heads nothing is a line of its parent's text, sentence or not, and after another such heading too —
-# before, a run of them lost its text from every passage): the next
-# ingest of an existing KB reads every file again, so an upgrade's better reading reaches the documents.
-READER_VERSION = 14
+# before, a run of them lost its text from every passage; 15: a question bank's item (question, options, answer,
+# explanation) reads as an exam paper prints it, and a cell's written-out line breaks ("A 角膜\\nB 巩膜") break):
+# the next ingest of an existing KB reads every file again, so an upgrade's better reading reaches the documents.
+READER_VERSION = 15
 READER_KEY = "reader_version"
 
 Status = Literal["added", "updated", "unchanged", "skipped", "removed", "would-remove"]

@@ -38,6 +38,8 @@ class Lexicon:
     demonstratives: set[str]
     not_subjects: set[str]
     populations: set[str]  # who a question is asked of (儿童、孕妇)
+    age_groups: set[str] = field(default_factory=set)  # people named by age (儿童、老人): an age said speaks of them
+    age_words: set[str] = field(default_factory=set)  # the words for an age (年龄、岁数): a question naming one asks it
     medical_suffixes: tuple[str, ...] = ()  # the heads medical terms end in (…病、…术、…药)
     entities: set[str] = field(default_factory=set)  # domain terms: synonym groups and the user dictionary
     synonym_groups: list[list[str]] = field(default_factory=list)
@@ -108,7 +110,15 @@ class Lexicon:
         for group in self.synonym_groups:
             if any(lowered == t.lower() for t in group):
                 out += [t.lower() for t in group if t.lower() not in out]
-        return out + [v for v in [*in_digits(lowered), *other_writings(lowered)] if v not in out]
+        return out + [
+            v for v in [*in_digits(lowered), *other_writings(lowered), *self._condition_of(lowered)] if v not in out
+        ]
+
+    def _condition_of(self, term: str) -> list[str]:
+        """近视眼、远视眼、散光眼: the eye with the condition is named by the condition (近视), as texts mostly
+        write it."""
+        condition = term[:-1]
+        return [condition] if len(term) >= 3 and term.endswith("眼") and self.is_medical(condition) else []
 
 
 # 几 after these says "several" (十几年、好几天、这几天、最近几天、前几年), it asks no number; 前 only opening a
@@ -157,7 +167,9 @@ _KIND_MARK = re.compile(r"(?<=[\u4e00-\u9fff]{2})(?<!急|慢)[型性](?=[\u4e00-
 _SYNDROME_HEADS = ("综合征", "综合症", "症候群")
 
 
-_COUNTED = re.compile(r"^([一二两三四五六七八九十]{1,3})(岁|周|星期|天|日|个月|月|年|次|小时|分钟|滴|片|粒)$")
+_COUNTED = re.compile(
+    r"^([一二两三四五六七八九十]{1,3})(岁|周|星期|天|日|个月|月|年|次|小时|分钟|滴|片|粒|层|种|类|条|对|项|步|期|级|型)$"
+)
 _DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 
 
@@ -224,6 +236,8 @@ def load_lexicon(lexicon_dir: Path = LEXICON_DIR) -> Lexicon:
         demonstratives=set(raw["demonstratives"]),
         not_subjects=set(raw["not_subjects"]),
         populations=populations,
+        age_groups=set(raw.get("age_groups", [])),
+        age_words=set(raw.get("age_words", [])),
         medical_suffixes=tuple(raw.get("medical_suffixes", [])),
         entities=entities,
         synonym_groups=tokenizer.synonyms,

@@ -28,7 +28,7 @@ from typing import Protocol
 from clincite.core.shapes import Hit
 from clincite.offline.lexicon import Lexicon, get_lexicon
 from clincite.offline.questions import MEASURED, NAMING_RARITY, Ask, Term, compound
-from clincite.text.choices import choice_items, explanation_after, stray_options
+from clincite.text.choices import choice_items, explanation_after, key_of, stray_options
 from clincite.text.script import fold
 from clincite.text.tokenizer import get_tokenizer
 from clincite.text.units import Unit, is_reference, sentences, spaced_out, split_units
@@ -50,6 +50,7 @@ WORDING_SHARE = 1.0  # the asker's verb (宣称 for the text's 号称) weighs at
 COMMON_RARITY = 7.5  # general-Chinese rarity (Tokenizer.general_rarity) at or below which a word is everyday
 SPECIFIC_SPAN = 5.0  # … and how much rarer it must be to count fully (需要 7.7 → 0.25, 手术 9.8 → 0.46, 青光眼 → 1)
 RATIO_KIND = "比例"
+AGE_KIND = "年龄"
 _RATIO = re.compile(r"\d(?:\.\d+)?\s*[:：∶比]\s*\d")  # 4:1, 1∶1, 3比1; not "1：" numbering a list item
 EVERY_KINDS = ("时间", "次数")  # the quantities "每 + unit" gives (每年一次, 每晚)
 WEAK_BM25 = 2.0  # a best BM25 score below this is normalised by it: the search bonus shrinks with the signal
@@ -86,6 +87,9 @@ KIND_SHARE = 0.6  # the second word of a two-word subject weighing at most this 
 TOGETHER_CHARS = 14  # the words of a compound subject start this close to each other where a text speaks of it
 PHRASE_CHARS = 16  # … and a passage writing the question's whole phrase of them (at most this long) speaks of it
 _CLAUSE_MARK = re.compile(r"[，。；！？、,;!?\s]")
+EXPLAINED_CHARS = 600  # a choice item is quoted with as much of its explanation as fits in this many characters
+EXPLAINING_SENTENCES = 2  # … and its TL;DR with the sentences of the explanation that say most of what was asked
+STEM_CHARS = 120  # a choice item's stem this long or longer tells a case: its TL;DR is the key's option
 RUN_CHARS = 260  # a unit takes the sentences that carry on its answer along, up to about this many characters
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述", "这些", "但", "而")
 # A sentence opening on a verb or a modal has no subject of its own
@@ -165,6 +169,7 @@ _ENUMERATED = re.compile(
 _ELABORATES = re.compile(r"^(?:例如|比如|譬如|诸如|包括|如(?![果何此今同下若期]))")  # a sentence of examples
 # a figure, not "数十年、几十次" (how long, vaguely: no answer to 多少)
 _SERIAL = re.compile(r"第\s*[0-9０-９]+\s*[号號]|(?<![\d.])0\d{3,}")  # a licence's or a record's number
+_AGE = re.compile(r"(?:\d+|[一二三四五六七八九十两]+)\s*(?:周岁|岁|月龄)")  # 12岁以上、年满18周岁、6月龄
 _DIGIT = re.compile(
     r"\d|(?<![数几])[一二三四五六七八九十两半]+\s*(?:个|次|天|日|周|星期|月|年|岁|小时|分钟|滴|mg|%|成|分之)"
 )
@@ -237,6 +242,7 @@ class Weighted:
     alternatives: list[Weighted] = field(default_factory=list)  # "A或B": the other, which a passage may name instead
     # the question's longer names this word is part of (浓度 of 低浓度阿托品): inside them it is not named on its own
     inside: list[str] = field(default_factory=list)
+    said_by_age: bool = False  # who or what is asked by age (小朋友 of "有没有年龄限制"): a text saying an age names it
 
 
 def judge(
@@ -299,7 +305,8 @@ def _as_written_in(evidence: Evidence, hit: Hit, headings: dict[str, str]) -> Ev
         evidence,
         hit=hit,
         text=unfold(evidence.text),
-        lead=unfold(evidence.lead) if evidence.lead else "",
+        # a lead of lines from apart (a choice item's stem, key and explanation): each as written
+        lead="\n".join(unfold(line) for line in evidence.lead.split("\n")) if evidence.lead else "",
         path=[headings.get(h, h) for h in evidence.path],
         matched=[unfold(m) for m in evidence.matched],
     )
@@ -319,6 +326,7 @@ def _judge(
     terms = _weigh(_terms_of(ask, part), stats)
     if not terms or _compares_the_unnamed(ask, stats):
         return []
+    _mark_asked_by_age(ask, terms, lex)
     decisive = _decisive(terms) or (_carried_decisive(terms) if ask.same_message else [])
     # Scores this low (every passage has the words: a library of one document) say little of which passage answers.
     bm25_top = max(max((h.bm25 or 0.0 for h in hits), default=0.0), WEAK_BM25)
@@ -481,6 +489,17 @@ def _weigh(terms: list[Term], stats: TermStats) -> list[Weighted]:
     return weighted
 
 
+def _mark_asked_by_age(ask: Ask, weighted: list[Weighted], lex: Lexicon) -> None:
+    """ "小朋友能用吗？有没有年龄限制？": a question that asks an age asks of children, the old, the age itself by
+    it, and "适用于治疗12岁以上…" answers it (who may, and so who may not). A question that only tells one
+    ("8岁孩子…") does not: there a text's "6岁时…" is no word on the child asked of."""
+    if ask.quantity != AGE_KIND and not any(w.term.text in lex.age_words for w in weighted):
+        return
+    for w in weighted:
+        names = set(w.term.variants)
+        w.said_by_age = bool(names & (lex.age_groups | lex.age_words))
+
+
 def _mark_inside(weighted: list[Weighted]) -> None:
     """ "低浓度阿托品…该用哪个浓度？", "阿托品一般点哪个浓度？": the measure asked (浓度) is written inside a name of
     what the question asks of (the question's own, or a domain term naming it: 低浓度阿托品 of 阿托品); a text naming
@@ -605,7 +624,7 @@ def match(weighted: Weighted, text: str) -> float:
         text = text.replace(name, " ")
     if any(_occurs(variant, text) for variant in weighted.term.variants):
         return 1.0
-    if _member_named(weighted, text):
+    if _member_named(weighted, text) or _age_said(weighted, text):
         return 1.0
     if any(part in text for part in weighted.tokens):
         return PARTIAL_MATCH
@@ -616,6 +635,10 @@ def _member_named(weighted: Weighted, text: str) -> bool:
     """A drug class asked of (散瞳药、阿片类药物) is named by a text naming one of its members (托吡卡胺、吗啡)."""
     members = get_lexicon().members
     return any(_occurs(m, text) for v in weighted.term.variants for m in members.get(v, ()))
+
+
+def _age_said(weighted: Weighted, text: str) -> bool:
+    return weighted.said_by_age and _AGE.search(text) is not None
 
 
 def _occurs(term: str, text: str) -> bool:
@@ -706,7 +729,11 @@ def _passage(
             decisive + _named_subjects(ask, part, terms), f"{_choice_text(hit.text, unit).lower()} {topic}", headings
         ):
             continue  # a question bank's items are each on their own subject: the passage's other items do not count
-        if best is None or scored[0] > best[0]:
+        if (
+            best is None
+            or scored[0] > best[0]
+            or _ties_with_figure(ask, hit, best, scored, unit, path, opening, decisive, lex)
+        ):
             best = (*scored, unit, path)
     if best is not None and ask.quantity:
         best = _number_in_turn(ask, part, hit, units, best, terms, lex, opening, decisive)
@@ -721,7 +748,7 @@ def _passage(
         return None  # 青光眼 … 手术风险高: both words are there, but not the 青光眼手术 asked about
     wants_list = bool(set(part.aspects) & lex.list_aspects)
     if unit.kind == "choice":
-        text, lead = _choice_with_explanation(hit.text, unit), _choice_lead(hit.text, unit)
+        text, lead = _choice_with_explanation(hit.text, unit), _choice_lead(ask, hit.text, unit, terms)
     else:
         text = _with_context(hit.text, unit, units, terms, kinds=wants_list)
         lead = _asked_item(ask, hit.text, unit, decisive + _named_subjects(ask, part, terms), lex) or _with_context(
@@ -807,6 +834,26 @@ def _number_in_turn(
         and _gives_figure(ask, hit, unit, path, opening, decisive, lex)
     ]
     return max(giving, key=lambda g: g[0]) if giving else None
+
+
+def _ties_with_figure(
+    ask: Ask,
+    hit: Hit,
+    best: tuple[float, str, bool, Unit, list[str]],
+    scored: tuple[float, str, bool],
+    unit: Unit,
+    path: list[str],
+    opening: str,
+    decisive: list[Weighted],
+    lex: Lexicon,
+) -> bool:
+    """Two units scoring alike ("license_number：…第024206号", "english_name：…EMULSION 0.05%" under a record titled
+    by the product): the one giving the number asked answers "它的浓度是多少", not the first."""
+    if not ask.quantity or scored[0] < best[0] or unit.kind == "choice":
+        return False
+    return _gives_figure(ask, hit, unit, path, opening, decisive, lex) and not _gives_figure(
+        ask, hit, best[3], best[4], opening, decisive, lex
+    )
 
 
 def _gives_figure(
@@ -1047,17 +1094,48 @@ def _with_choices(text: str, units: list[Unit]) -> list[Unit]:
 
 def _choice_with_explanation(text: str, unit: Unit) -> str:
     """The item as quoted: stem, options and key, with the explanation that follows it ("解析：…") when there is one
-    (on the key's line or the next), as long as the whole stays within RUN_CHARS."""
+    (on the key's line or the next): whole within EXPLAINED_CHARS, else up to the last of its sentences that fits."""
     start, end = explanation_after(text, unit.end)
-    return text[unit.start : end] if end > start and end - unit.start <= RUN_CHARS else unit.text(text)
-
-
-def _choice_lead(text: str, unit: Unit) -> str:
-    """A choice item's answer as the TL;DR reads it: the whole item (stem, options, key) when short, for a bare
-    "B. 散大" says nothing of what it answers; a long item by the options its key names."""
-    if unit.length <= RUN_CHARS:
+    if end <= start:
         return unit.text(text)
-    return text[unit.items[1][0] : unit.items[-1][1]]
+    ends = [b for _, b in sentences(text, start, end) if b - unit.start <= EXPLAINED_CHARS]
+    return text[unit.start : ends[-1]] if ends else unit.text(text)
+
+
+def _choice_lead(ask: Ask, text: str, unit: Unit, terms: list[Weighted]) -> str:
+    """A choice item's answer as the TL;DR reads it: its stem (when short: a case's story is not the answer), the
+    options its key names and the key — a bare "E. 地匹福林" says nothing of what it answers, and the other options
+    are what it is not — and the sentences of its explanation that say most of what was asked (lines of the item,
+    verbatim). A follow-up the explanation answers better than the item does ("那一侧视神经损伤呢？" after a question
+    on the chiasm, whose item's explanation goes through each lesion) gets those sentences alone: the item answered
+    the question before."""
+    stem, *keyed = (text[a:b].strip() for a, b in unit.items)
+    item = ([stem] if len(stem) <= STEM_CHARS else []) + keyed + [key for key in [key_of(text, unit.end)] if key]
+    start, end = explanation_after(text, unit.end)
+    said = [(a, b) for a, b in sentences(text, start, end) if text[a:b].strip()] if end > start else []
+    # the question's own words, not the subject a follow-up carries from the question before
+    own = [w for w in terms if not w.term.context] or terms
+    asked = _bigrams(stem)
+
+    def named(words: str) -> float:
+        return sum(w.weight * match(w, words.lower()) for w in own)
+
+    def says(span: tuple[int, int]) -> float:  # what was asked, beyond restating the stem ("…的药是地匹福林（E对）")
+        sentence = text[span[0] : span[1]]
+        return named(sentence) * (1 - len(_bigrams(sentence) & asked) / max(len(_bigrams(sentence)), 1))
+
+    best = sorted(sorted(said, key=lambda s: -says(s))[:EXPLAINING_SENTENCES])
+    top = max(map(says, best), default=0.0)
+    explained = [text[a:b].strip() for a, b in best if says((a, b)) > 0 and says((a, b)) >= RELATIVE_FLOOR * top]
+    follow_up = not ask.same_message and (ask.follow_up or bool(ask.setting) or any(w.term.context for w in terms))
+    if follow_up and explained and max(named(text[a:b]) for a, b in best) > named(" ".join([stem, *keyed])):
+        return "\n".join(explained)
+    return "\n".join(item + explained)
+
+
+def _bigrams(text: str) -> set[str]:
+    letters = [c for c in text.lower() if c.isalnum()]
+    return {a + b for a, b in pairwise(letters)}
 
 
 def _choice_text(text: str, unit: Unit) -> str:

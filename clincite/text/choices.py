@@ -19,18 +19,22 @@ from itertools import pairwise
 VIGNETTE_LINES = 2  # a case told over at most this many lines before the stem line that asks
 MIN_OPTIONS = 3  # "A. … B. …" alone may be two cases of a text; three options in order are a question's
 LETTERS = "ABCDEFGH"
-_OPTION_LINE = re.compile(r"[ \t]*([A-H])[ \t]*[.．、)）:：][ \t]*\S")
+# "A. 视网膜之前", or the letter and a space before Chinese ("A 视网膜之前", as spreadsheet banks write them)
+_OPTION_LINE = re.compile(r"[ \t]*([A-H])(?:[ \t]*[.．、)）:：]|[ \t]+(?=[^\x00-\x7f]))[ \t]*\S")
 # on the stem's line, a letter not written onto a Latin word or a number ("是A. 滤泡形成B. …" once Markdown joins lines)
 _INLINE_OPTION = re.compile(r"(?<![A-Za-z0-9])([A-H])[ \t]*[.．、)）][ \t]*(?=\S)")
 # a stem that asks: a question mark, a blank, 下列/以下/哪/什么…, or one ending in 是/为 (the option completes it)
 _ASKS = re.compile(r"[？?]|[（(]\s*[）)]|下列|以下|哪|何种|什么|多少|(?<!分)[是为][:：]?\s*$")
 # "可采取以下预防措施:" — the text announcing its own list (no 哪, no question mark, not "…的是："): no stem
 _LIST_ANNOUNCED = re.compile(r"(?:以下|下列)[^？?哪]*?(?<![是为])[:：][\s。.]*$")
-_EXPLANATION = re.compile(r"\s*(?:[【\[](?:答案)?解析[】\]]|(?:答案)?(?:解析|解释|分析)\s*[:：])")  # a key's reasoning
+_EXPLANATION = re.compile(  # a key's reasoning
+    r"\s*(?:[【\[](?:答案)?解析[】\]]|(?:(?:答案)?(?:解析|解释|分析)|explanation|analysis|rationale)\s*[:：])", re.I
+)
 _KEY_TO_EXPLANATION = re.compile(r"[ \t。]*\n?[ \t\n]*")  # "答案：B。解析：…", or 解析 on the next line
 _NUMBERED = re.compile(r"[ \t]*(?:\d+[.．、]|[【\[（(]\d+[】\]）)]|第\s*\d+\s*题)")  # "5. ", "【38】", "第 34 题"
-_KEY_WORD = r"[【\[]?(?:参考|标准|正确)?答案[】\]]?[ \t]*"
+_KEY_WORD = r"[【\[]?(?:(?:参考|标准|正确)?答案|(?i:(?:correct )?answer))[】\]]?[ \t]*"
 _LETTERS = r"([A-H](?:[ \t、,，]*[A-H])*)(?![A-Za-z])"
+_KEY_START = re.compile(_KEY_WORD + r"[:：]?[ \t]*[A-H]")
 _INLINE_KEY = re.compile(rf"{_KEY_WORD}[:：][ \t]*{_LETTERS}")  # "…D. 结膜下出血答案：B"
 _KEY = re.compile(rf"[ \t]*{_KEY_WORD}[:：]?[ \t]*{_LETTERS}")  # a line of its own: 答案：C, 【答案】C
 
@@ -89,6 +93,13 @@ def explanation_after(text: str, offset: int) -> tuple[int, int]:
         return offset, offset
     end = text.find("\n", start)
     return start, len(text) if end < 0 else end
+
+
+def key_of(text: str, end: int) -> str:
+    """The key an item ending at `end` gives ("答案：D", "Answer：C"), as written; "" when it has none."""
+    line_start = text.rfind("\n", 0, end) + 1
+    found = _KEY_START.search(text, line_start, end)
+    return text[found.start() : end].strip() if found else ""
 
 
 def stray_options(text: str, items: list[Choice] | None = None) -> list[tuple[int, int]]:

@@ -44,9 +44,16 @@ _LABEL_SECTION = re.compile(
     r"indication|dosage|administration|adverse|warning|precaution|ingredient|interaction|overdos|storage",
     re.IGNORECASE,
 )
+# a question bank's item (CMExam's Question/Options/Answer/Explanation, MedQA's question/options/answer_idx, 题干/选项/
+# 答案/解析): read as an exam paper prints it, the stem, its options a line each, the key, the explanation
+OPTION_KEYS = ("options", "option", "choices", "选项", "备选答案", "备选项")
+ANSWER_KEYS = ("answer", "answer_idx", "correct_answer", "答案", "正确答案", "参考答案", "标准答案")
+EXPLANATION_KEYS = ("explanation", "analysis", "rationale", "解析", "答案解析", "解释", "分析")
+_OPTION_LETTER = re.compile(r"[A-H]")
 UNIT_KEYS = ("unit", "units", "uom", "单位", "計量單位", "计量单位")
 _FIGURE = re.compile(r"[-+]?\d+(?:\.\d+)?")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
+_WRITTEN_OUT_BREAK = re.compile(r"\\r\\n|\\n|\\r")
 
 
 @dataclass
@@ -150,6 +157,8 @@ def _write_leaves(builder: DocumentBuilder, value: Any) -> None:
 
 
 def _write_object(builder: DocumentBuilder, value: dict, level: int, skip: str | None, depth: int) -> None:
+    if _exam_item(value):
+        value = _write_exam_item(builder, value, skip)
     for key, item in value.items():
         if not _present(item) or (isinstance(item, str) and clean_line(item) == skip):
             continue
@@ -169,6 +178,55 @@ def _write_object(builder: DocumentBuilder, value: dict, level: int, skip: str |
         else:
             builder.section_break()
             _write(builder, item, level, skip, depth=depth + 1)
+
+
+def _exam_item(value: dict) -> bool:
+    keys = {key.strip().lower() for key in value}
+    return bool(keys & set(OPTION_KEYS)) and bool(keys & set(ANSWER_KEYS))
+
+
+def _write_exam_item(builder: DocumentBuilder, item: dict, skip: str | None) -> dict:
+    """The stem (unless it heads the record already), each option on a line of its own, "Answer：C", the explanation
+    after its key — the shape `clincite.text.choices` reads an exam paper's item by, so the option the key names is
+    what the item says. Returns the record's other fields."""
+    rest = dict(item)
+    stem_key = next((k for k in item if k.strip().lower() in TITLE_KEYS and isinstance(item[k], str)), None)
+    if stem_key is not None:
+        stem = rest.pop(stem_key)
+        if clean_line(stem) != skip:
+            for line in _scalar(stem).split("\n"):
+                if line.strip():
+                    builder.paragraph(line)
+    options_key = next(k for k in item if k.strip().lower() in OPTION_KEYS)
+    builder.list_items(_option_lines(rest.pop(options_key)))
+    for keys in (ANSWER_KEYS, EXPLANATION_KEYS):
+        key = next((k for k in rest if k.strip().lower() in keys), None)
+        if key is None or not _present(rest[key]):
+            continue
+        lines = [line for line in _short_text_lines(rest.pop(key)) if line.strip()]
+        if lines:
+            builder.paragraph(f"{_label(key)}：{lines[0].strip()}")
+            for line in lines[1:]:
+                builder.paragraph(line)
+    return rest
+
+
+def _option_lines(options: Any) -> list[str]:
+    """Options as lines "A. …": a mapping by letter (MedQA), a list, or one text with a line each."""
+    if isinstance(options, dict):
+        return [f"{clean_line(str(k))}. {_short_text(v)}" for k, v in options.items() if _present(v)]
+    if isinstance(options, list):
+        lines = [_short_text(v) for v in options if _present(v)]
+        if all(_OPTION_LETTER.match(line[:1]) for line in lines):
+            return lines
+        return [f"{letter}. {line}" for letter, line in zip("ABCDEFGH", lines)]
+    return [line.strip() for line in _scalar(options).split("\n") if line.strip()]
+
+
+def _short_text_lines(value: Any) -> list[str]:
+    if isinstance(value, (dict, list)):
+        return [_short_text(value)]
+    return _scalar(value).split("\n")
 
 
 def _write_list(builder: DocumentBuilder, items: list, level: int, skip: str | None, key: str, depth: int) -> None:
@@ -283,7 +341,8 @@ def _present(value: Any) -> bool:
 def _scalar(value: Any) -> str:
     if isinstance(value, bool):
         return "是" if value else "否"
-    return str(value).replace("\t", " ")
+    # a spreadsheet's cell exported with its line breaks written out ("A 角膜\\nB 巩膜"): the breaks it means
+    return _WRITTEN_OUT_BREAK.sub("\n", str(value)).replace("\\t", " ").replace("\t", " ")
 
 
 def _short(value: Any) -> bool:
