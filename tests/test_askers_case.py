@@ -370,3 +370,30 @@ def test_a_short_follow_up_asking_its_own_question_does_not_take_the_last_ones_f
     the last one asked."""
     assert analyse("那做完当天可以洗头吗？", ["白内障手术一般要做多长时间？"]).quantity == ""
     assert analyse("那HAL呢？", ["DIMS镜片一天要戴多久？"]).quantity == "时间"
+
+
+def test_a_verb_and_the_some_after_it_are_no_subject():
+    """ "用上以后多久复查一次？都查些啥？": jieba glues 查些 (查 + 些), which then stood as the subject the follow-up
+    was about, in place of the low-dose atropine the chat is on."""
+    ask = analyse("用上以后多久复查一次？都查些啥？", ["我家娃9岁，近视200度，能不能用低浓度阿托品？"])
+    assert "查些" not in {t.text for t in ask.terms}
+    assert "低浓度阿托品" in ask.resolved
+
+
+HYPERTENSION = """# 高血压（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+## 并发症
+
+视网膜变化：视网膜出血、视乳头水肿，严重时可致盲。
+
+肾脏损害：蛋白尿、肾功能下降。
+"""
+
+
+async def test_the_fundus_is_named_by_the_parts_a_text_names(tmp_path):
+    """ "眼底会看到什么？" of notes that say 视网膜、视乳头 and never 眼底: the fundus is those parts."""
+    service = library(tmp_path, {"高血压.md": HYPERTENSION, "泪道.md": TEAR_DUCT})
+    result = await service.ask("高血压会不会伤眼睛？眼底会看到什么？")
+    assert "视网膜出血" in tldr(result.answer), result.answer

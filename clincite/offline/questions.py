@@ -644,12 +644,12 @@ _HAN_CHAR = re.compile(r"[\u4e00-\u9fff]")
 
 def _all_apart(words: list[str]) -> list[str]:
     """A noun and the auxiliary after it glued into one word: "哪些药会让…" (药会, joined by jieba's guess at words it
-    does not know), "啥药都没有" (药都, a town's nickname it does know, before a negation): each on its own again.
-    Likewise 多大 / 多高 torn apart for a word it knows (大会)."""
+    does not know; so is 查些 of "都查些啥"), "啥药都没有" (药都, a town's nickname it does know, before a
+    negation): each on its own again. Likewise 多大 / 多高 torn apart for a word it knows (大会)."""
     tokenizer = get_tokenizer()
     out: list[str] = []
     for word, following in zip(words, [*words[1:], ""]):
-        glued = len(word) == 2 and word[1] in _AUXILIARIES and not tokenizer.knows(word)
+        glued = len(word) == 2 and word[1] in _GLUED_AFTER and not tokenizer.knows(word)
         if out and out[-1] == "多" and len(word) == 2 and f"多{word[0]}" in _HOW_MUCH_WORDS and word[1] in _AUXILIARIES:
             out[-1] += word[0]  # "长到多大会影响视力": jieba reads 多 / 大会 (a conference); 多大 / 会 it is
             out.append(word[1])
@@ -663,6 +663,7 @@ def _all_apart(words: list[str]) -> list[str]:
 
 
 _AUXILIARIES = "会都也就才还能要该"
+_GLUED_AFTER = _AUXILIARIES + "些"  # …and "都查些啥" (查些): a verb and the 些 after it
 _AFTER_A_NAME = "是有在和跟与"  # one-character words jieba glues onto an unknown name before them
 
 
