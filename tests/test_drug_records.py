@@ -197,3 +197,13 @@ async def test_a_products_strength_asked_after_it_is_the_figure_its_record_gives
     history = [ChatTurn(role="user", content="丽明（Liming）不是干眼就能用吧？要符合什么条件？")]
     result = await service.ask("那它的浓度是多少？", history)
     assert "0.05%" in tldr(result.answer), result.answer
+
+
+async def test_a_tldr_reads_a_fields_value_not_the_programs_name_for_it(tmp_path):
+    """The passage keeps "indication_raw：…" (the quote shows which field it is); the TL;DR a clinician reads first
+    says the indication, not the database's name for it."""
+    service = library(tmp_path, files(REGISTER))
+    result = await service.ask("明睫宁（Mingjiening）是治什么的？")
+    summary = tldr(result.answer)
+    assert "炎症" in summary and "indication_raw" not in summary, result.answer
+    assert "indication_raw" in result.answer.split("### 论据与来源", 1)[1]

@@ -30,6 +30,11 @@ LEAD_IN_TAIL_CHARS = 300  # a lead ending in "例如：" takes the lines after i
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述")
 GENERAL = ("", "综合", "原问题")
 _DIGIT = re.compile(r"\d")
+# a program's name for a record's field written before its value ("indication_raw：…", "english_name：…"): the
+# records loader keeps it in the passage (the quote shows what the field is), the TL;DR reads the value
+_PROGRAM_KEY = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+[：:]\s*")
+VALUE_CHARS = 20  # a field's value shorter than this, with no sentence's end, is a label: its field name stays
+_PROGRAM_KEY_INSIDE = re.compile(r"[；;]\s*[a-z][a-z0-9]*(?:_[a-z0-9]+)+[：:]")
 
 
 @dataclass
@@ -104,12 +109,34 @@ def _tldr(items: list[Item]) -> str:
         if item.analysis.sub_query.id in seen:
             continue
         seen.add(item.analysis.sub_query.id)
-        lead = _lead(item)
+        lead = _without_program_keys(_lead(item))
         if lead:
             parts.append(f"{one_line(_items_by_first_sentence(_items_by_label(lead)))}【{item.number}】")
         if len(parts) == TLDR_PARTS:
             break
     return "".join(parts)
+
+
+def _without_program_keys(lead: str) -> str:
+    """A lead that is one field's value ("indication_raw：單純疱疹性角膜炎。", or the field's name over the list of its
+    value) without the field's name. Several fields ("license_year：2030" over "english_name：…") keep their names:
+    they say which value is which; so does a short label ("class_name：角膜修復／眼用凝膠"), which says nothing
+    without it."""
+    lines = lead.split("\n")
+    keyed = [index for index, line in enumerate(lines) if _PROGRAM_KEY.match(line)]
+    if keyed != [0]:
+        return lead
+    key = _PROGRAM_KEY.match(lines[0])
+    value = lines[0][key.end() :]
+    if not value.strip():
+        return "\n".join(lines[1:]) if len(lines) > 1 else lead  # "indication_raw：" over its list: the list
+    if _PROGRAM_KEY_INSIDE.search(value) or (len(value) < VALUE_CHARS and not _ends_sentence(value)):
+        return lead
+    return "\n".join([value, *lines[1:]])
+
+
+def _ends_sentence(text: str) -> bool:
+    return text.rstrip()[-1:] in "。！？!?.；;"
 
 
 def _lead(item: Item) -> str:
