@@ -72,6 +72,8 @@ def test_an_items_options_are_lines_and_its_key_and_explanation_follow(tmp_path:
     assert "\nC 溴莫尼定\n" in text
     assert "Answer：C" in text
     assert "Explanation：本题考查降眼压药的分类" in text
+    path.write_text(item("视近物时晶状体（演示题）", ["变薄", "变凸", "不变"], "B", "nan"), encoding="utf-8")
+    assert "nan" not in load_document(path).text  # pandas's empty cell is no explanation
 
 
 def test_options_given_by_letter_read_as_lines(tmp_path: Path):

@@ -53,6 +53,7 @@ _OPTION_LETTER = re.compile(r"[A-H]")
 UNIT_KEYS = ("unit", "units", "uom", "单位", "計量單位", "计量单位")
 _FIGURE = re.compile(r"[-+]?\d+(?:\.\d+)?")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
+_MISSING = {"", "nan", "NaN"}  # pandas writes an empty cell as "nan": no text
 _WRITTEN_OUT_BREAK = re.compile(r"\\r\\n|\\n|\\r")
 
 
@@ -333,7 +334,7 @@ def _present(value: Any) -> bool:
             stack += item.values()
         elif isinstance(item, list):
             stack += item
-        elif item.strip() if isinstance(item, str) else item is not None:
+        elif item.strip() not in _MISSING if isinstance(item, str) else item is not None:
             return True
     return False
 
