@@ -148,3 +148,14 @@ async def test_a_follow_up_the_explanation_answers_gets_the_explanation(tmp_path
     summary = tldr(result.answer)
     assert "同侧眼全盲" in summary and "视神经" in summary, result.answer
     assert "颞侧偏盲" not in summary, summary
+
+
+def test_an_item_whose_parts_are_records_reads_as_any_record(tmp_path: Path):
+    """Options that are records of their own, an explanation that is a mapping: no exam item, and no Python repr."""
+    path = tmp_path / "odd.jsonl"
+    options = [{"A": "x"}, ["B", "y"]]
+    record = {"Question": "演示题？", "Options": options, "Answer": "A", "Explanation": {"text": "解析"}}
+    path.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
+    text = load_document(path).text
+    assert "{'" not in text and "['" not in text, text
+    assert "解析" in text

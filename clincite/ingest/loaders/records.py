@@ -182,8 +182,16 @@ def _write_object(builder: DocumentBuilder, value: dict, level: int, skip: str |
 
 
 def _exam_item(value: dict) -> bool:
-    keys = {key.strip().lower() for key in value}
-    return bool(keys & set(OPTION_KEYS)) and bool(keys & set(ANSWER_KEYS))
+    """Options and an answer, the options a text, a list or a mapping of plain values (anything deeper is read as
+    any record is)."""
+    options = [item for key, item in value.items() if key.strip().lower() in OPTION_KEYS]
+    answered = any(key.strip().lower() in ANSWER_KEYS for key in value)
+    return answered and len(options) == 1 and _plain(options[0])
+
+
+def _plain(value: Any) -> bool:
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]
+    return all(not isinstance(item, (dict, list)) for item in items)
 
 
 def _write_exam_item(builder: DocumentBuilder, item: dict, skip: str | None) -> dict:
@@ -202,7 +210,7 @@ def _write_exam_item(builder: DocumentBuilder, item: dict, skip: str | None) -> 
     builder.list_items(_option_lines(rest.pop(options_key)))
     for keys in (ANSWER_KEYS, EXPLANATION_KEYS):
         key = next((k for k in rest if k.strip().lower() in keys), None)
-        if key is None or not _present(rest[key]):
+        if key is None or not _present(rest[key]) or not _plain(rest[key]):
             continue
         lines = [line for line in _short_text_lines(rest.pop(key)) if line.strip()]
         if lines:
