@@ -397,3 +397,20 @@ async def test_the_fundus_is_named_by_the_parts_a_text_names(tmp_path):
     service = library(tmp_path, {"高血压.md": HYPERTENSION, "泪道.md": TEAR_DUCT})
     result = await service.ask("高血压会不会伤眼睛？眼底会看到什么？")
     assert "视网膜出血" in tldr(result.answer), result.answer
+
+
+TETANUS = """# 破伤风被动免疫（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+## 破伤风抗毒素
+
+使用破伤风抗毒素前应进行皮内试验。如果皮内试验阳性，应改用破伤风免疫球蛋白，或在严密观察下脱敏注射。
+"""
+
+
+async def test_a_skin_test_is_the_texts_intradermal_test(tmp_path):
+    """ "皮试阳性咋办？": guidelines write 皮内试验."""
+    service = library(tmp_path, {"破伤风.md": TETANUS, "泪道.md": TEAR_DUCT})
+    result = await service.ask("打破伤风抗毒素之前皮试阳性咋办？")
+    assert "免疫球蛋白" in tldr(result.answer), result.answer
