@@ -1115,27 +1115,23 @@ def _choice_lead(ask: Ask, text: str, unit: Unit, terms: list[Weighted]) -> str:
     said = [(a, b) for a, b in sentences(text, start, end) if text[a:b].strip()] if end > start else []
     # the question's own words, not the subject a follow-up carries from the question before
     own = [w for w in terms if not w.term.context] or terms
-    asked = _bigrams(stem)
+    asked = _pairs(stem)
 
     def named(words: str) -> float:
         return sum(w.weight * match(w, words.lower()) for w in own)
 
-    def says(span: tuple[int, int]) -> float:  # what was asked, beyond restating the stem ("…的药是地匹福林（E对）")
-        sentence = text[span[0] : span[1]]
-        return named(sentence) * (1 - len(_bigrams(sentence) & asked) / max(len(_bigrams(sentence)), 1))
+    def says(sentence: str) -> float:  # what was asked, beyond restating the stem ("…的药是地匹福林（E对）")
+        pairs = _pairs(sentence)
+        return named(sentence) * (1 - len(pairs & asked) / max(len(pairs), 1))
 
-    best = sorted(sorted(said, key=lambda s: -says(s))[:EXPLAINING_SENTENCES])
-    top = max(map(says, best), default=0.0)
-    explained = [text[a:b].strip() for a, b in best if says((a, b)) > 0 and says((a, b)) >= RELATIVE_FLOOR * top]
+    scored = sorted(((says(text[a:b]), a, b) for a, b in said), key=lambda s: -s[0])[:EXPLAINING_SENTENCES]
+    top = max((score for score, _, _ in scored), default=0.0)
+    best = sorted((a, b) for score, a, b in scored if score > 0 and score >= RELATIVE_FLOOR * top)
+    explained = [text[a:b].strip() for a, b in best]
     follow_up = not ask.same_message and (ask.follow_up or bool(ask.setting) or any(w.term.context for w in terms))
-    if follow_up and explained and max(named(text[a:b]) for a, b in best) > named(" ".join([stem, *keyed])):
+    if explained and follow_up and max(named(text[a:b]) for a, b in best) > named(" ".join([stem, *keyed])):
         return "\n".join(explained)
     return "\n".join(item + explained)
-
-
-def _bigrams(text: str) -> set[str]:
-    letters = [c for c in text.lower() if c.isalnum()]
-    return {a + b for a, b in pairwise(letters)}
 
 
 def _choice_text(text: str, unit: Unit) -> str:
