@@ -61,7 +61,7 @@ VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole
 # before, a run of them lost its text from every passage; 15: a question bank's item (question, options, answer,
 # explanation) reads as an exam paper prints it, and a cell's written-out line breaks ("A 角膜\\nB 巩膜") break):
 # the next ingest of an existing KB reads every file again, so an upgrade's better reading reaches the documents.
-READER_VERSION = 15
+READER_VERSION = 16
 READER_KEY = "reader_version"
 
 Status = Literal["added", "updated", "unchanged", "skipped", "removed", "would-remove"]

@@ -40,6 +40,9 @@ ASKING_FORMS = {
     "算不算": "是否",
 }
 TREATMENT_VERB = "治疗"
+CONTRAINDICATION = "禁忌证"
+DIAGNOSIS = "诊断"
+STAGE_WORDS = {"后", "前", "以后", "之后", "以前", "之前"}  # after 确诊 they say when: 确诊后
 JUDGING_CUES = ("安全",)  # with a number asked, these judge it ("几个小时比较安全"): the limit is asked, not harm
 SITUATION_ASKS = {"原因", "处理", "目的"}  # why / what to do: a 几 or 多少 beside them describes, it does not ask
 # "布洛芬这类NSAIDs", "阿托品这种药": the word before names one of the kind the word after names
@@ -316,6 +319,7 @@ def analyse(
     _number_judged_safe(ask, lex)
     _mark_modifiers(ask)
     _mark_scene(ask, lex)
+    _negation_told(ask, lex)
     _mark_described(ask, lex)
     _mark_adverbs(ask, lex)
     ask.drugs_asked = bool(_ASKS_DRUGS.search(text))
@@ -481,9 +485,7 @@ def _mark_scene(ask: Ask, lex: Lexicon) -> None:
     (`Lexicon.is_medical`: 后巩膜加固术 in "听说有个后巩膜加固术，能不能…"); the story's household nouns (铁屑、麦秆
     of "砸钉子的时候有铁屑崩进眼睛里了，…") are scene however rare."""
     text = ask.resolved
-    bounds = [0, *(m.end() for m in _CLAUSE_END.finditer(text)), len(text)]
-    clauses = [(a, b) for a, b in pairwise(bounds) if text[a:b].strip(TRAILING)]
-    asking = [(a, b) for i, (a, b) in enumerate(clauses) if i == len(clauses) - 1 or _ASKING_CLAUSE.search(text[a:b])]
+    clauses, asking = _clauses(text)
     if len(asking) == len(clauses):
         return
     for term in ask.terms:
@@ -497,6 +499,45 @@ def _mark_scene(ask: Ask, lex: Lexicon) -> None:
             continue  # "宜可利除了严重干眼，还有什么适应症": a brand the asker names first, then asks of
         if not lex.is_medical(term.text):
             term.scene = True
+
+
+def _clauses(text: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The clauses of a question (start, end) and those of them that ask: the last one, and any with a question
+    word of its own."""
+    bounds = [0, *(m.end() for m in _CLAUSE_END.finditer(text)), len(text)]
+    clauses = [(a, b) for a, b in pairwise(bounds) if text[a:b].strip(TRAILING)]
+    asking = [(a, b) for i, (a, b) in enumerate(clauses) if i == len(clauses) - 1 or _ASKING_CLAUSE.search(text[a:b])]
+    return clauses, asking
+
+
+def _negation_told(ask: Ask, lex: Lexicon) -> None:
+    """ "病人闭不上眼、不能眨眼，要考虑哪些病？", "孩子不适合戴OK镜，还有什么办法？": a 不能 of the story told before
+    the clause that asks is what the patient cannot do, not a question about contraindications — when the asking
+    clause asks something of its own (not "…的禁忌，有哪些？")."""
+    text = ask.resolved
+    negations = [c for c in ask.cues if lex.aspect_of(c) == CONTRAINDICATION and c.startswith("不")]
+    clauses, asking = _clauses(text)
+    if not negations or len(asking) == len(clauses):
+        return
+
+    def asked(at: int) -> bool:
+        return any(a <= at < b for a, b in asking)
+
+    def story(at: int) -> bool:  # not "不适合戴OK镜的，是哪些孩子？", whose told clause names who is asked of
+        return not asked(at) and not any(a <= at < b and text[a:b].rstrip(TRAILING).endswith("的") for a, b in clauses)
+
+    told = [c for c in negations if (places := _places(c, text)) and all(map(story, places))]
+    others = [c for c in ask.cues if c not in told]
+    own = [t for t in ask.terms if any(map(asked, _places(t.text, text)))]  # 哪些病: even a generic word
+    if not told or not (own or ask.quantity or any(any(map(asked, _places(c, text))) for c in others)):
+        return
+    ask.cues = others
+    if not any(lex.aspect_of(c) == CONTRAINDICATION for c in others):
+        ask.aspects = [a for a in ask.aspects if a != CONTRAINDICATION]
+
+
+def _places(word: str, text: str) -> list[int]:
+    return [m.start() for m in re.finditer(re.escape(word), text)]
 
 
 def _proper_name(term: Term) -> bool:
@@ -514,6 +555,8 @@ def _coined_name(word: str) -> bool:
 # what the named thing is like, as the asker sees it
 _OWN_CASE = re.compile(r"(?:我|俺|咱)[^，,；;。？?！!的]{1,8}的")
 _AS_SEEN = re.compile(r"(?:那种|这种|那样|这样)[^，,；;。？?！!的]{1,8}的")
+# "中医说的暴盲", "书上讲的飞蚊症": who calls it so, not what is asked about
+_REPORTED = re.compile(r"(?:^|(?<=[，,；;。？?！!\s]))([^，,；;。？?！!的\s]{1,6}?)(?:所说|说|讲|叫|称)的")
 
 
 def _mark_described(ask: Ask, lex: Lexicon) -> None:
@@ -534,6 +577,10 @@ def _mark_described(ask: Ask, lex: Lexicon) -> None:
             for start, end, term in placed:
                 if m.start() <= start and end <= m.end() - 1 and not (term.entity or term.quoted or term.context):
                     term.scene = term.told = True
+    for m in _REPORTED.finditer(text):
+        for start, end, term in placed:
+            if m.start(1) <= start and end <= m.end(1) and not term.quoted:
+                term.scene = term.told = True
 
 
 def _mark_adverbs(ask: Ask, lex: Lexicon) -> None:
@@ -963,6 +1010,8 @@ def _same_sentence(text: str, why: int, cue: int) -> bool:
 
 def _verb_with_object(cue: str, following: list[str], lex: Lexicon) -> bool:
     """ "可以预防近视吗" asks whether it prevents 近视 (a verb and its object), not for precautions (怎么预防？)."""
+    if following and following[0] in STAGE_WORDS and lex.aspect_of(cue) == DIAGNOSIS:
+        return True  # "沙眼确诊后吃什么药": 确诊后 says when, it does not ask how it is diagnosed
     if cue not in OBJECT_VERBS or not following:
         return False
     return _object_noun(following[0], lex)

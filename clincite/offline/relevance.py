@@ -78,7 +78,9 @@ ECHO_WEIGHT = 0.3  # how much an extract's restating the question's own words co
 # was asked, outranks one that is only more about the subject (the 高眼压症 record beside the 10～21mmHg of 青光眼)
 NUMBER_WEIGHT = 0.1
 NUMBER_UNIT_SHARE = 0.8  # a unit giving the number asked stands in for the best one when it scores this near
-FOREIGN_SHARE = 0.3  # a unit with fewer Chinese characters than this among its letters is in another language
+FOREIGN_SHARE = 0.3  # a unit with fewer Chinese characters than this among its words is in another language
+CHINESE_WORD_CHARS = 2
+_LATIN_WORD = re.compile(r"[^\W\d_\u4e00-\u9fff]+")  # a run of letters of an alphabet: one word
 LABEL_HEADING_CHARS = 12  # a heading this short labels its section's aspect
 MIN_SUBSECTIONS = 3  # subsections under short headings, this many after a section's opening, list its kinds
 TABLE_STEP = 0.01  # a table a passage points to ranks just below that passage
@@ -156,6 +158,7 @@ _POINTS_ELSEWHERE = re.compile(  # "参见第三题的答案。", "常用通便�
     r"^\s*(?:参见|参看|详见|见上|同上)|[（(]?(?:参?见|详见)附?[表图]\s*[\dA-Za-z一二三四五六七八九十]+[)）]?[。.]?\s*$"
 )
 _NUMBER = re.compile(r"^[\d.%％]+$")
+_SAYS_SOMETHING = re.compile(r"[\d\u4e00-\u9fffA-Za-z]")
 # A person's name (2 to 4 characters, maybe spaced out "何 宏") and their institution
 _ROSTER_LINE = re.compile(
     r"^[\u4e00-\u9fff]{1,4}(?:[ \u3000][\u4e00-\u9fff]{1,3})?[ \u3000]+\S{2,40}"
@@ -749,6 +752,8 @@ def _passage(
     wants_list = bool(set(part.aspects) & lex.list_aspects)
     if unit.kind == "choice":
         text, lead = _choice_with_explanation(hit.text, unit), _choice_lead(ask, hit.text, unit, terms)
+    elif (asked := _heading_asked(hit, unit, path)) is not None:
+        text = lead = hit.text[asked : unit.end]
     else:
         text = _with_context(hit.text, unit, units, terms, kinds=wants_list)
         lead = _asked_item(ask, hit.text, unit, decisive + _named_subjects(ask, part, terms), lex) or _with_context(
@@ -1149,6 +1154,26 @@ def _asks(line: str) -> bool:
     return bool(pieces) and all(p.endswith(("？", "?")) or _EXAM_TASK.match(p) for p in pieces)
 
 
+def _answers_its_heading(path: list[str]) -> bool:
+    """Under a heading that asks ("GFSC角膜炎的推荐药有些什么？": a Q&A page's, a chat's question) a short line is the
+    answer ("伏立康唑"), not a label the loader could not mark."""
+    return bool(path) and _asks(path[-1])
+
+
+def _heading_asked(hit: Hit, unit: Unit, path: list[str]) -> int | None:
+    """Where the question line begins that heads a bare answer ("眼球萎缩；眼痛情况和眼球萎缩" under "难治性晚期青光眼
+    的后果是什么？"): such an answer is quoted with its question, for alone it says nothing of what it answers. None
+    for an answer in sentences, or a heading that does not ask."""
+    said = unit.text(hit.text).strip()
+    if not _answers_its_heading(path) or not said or re.search(r"[。！？!?]", said):
+        return None
+    above = [s for s in hit.segments if s.heading and s.end <= unit.start]
+    if not above or hit.text[above[-1].start : above[-1].end].strip() != path[-1].strip():
+        return None
+    between = hit.text[above[-1].end : unit.start]
+    return above[-1].start if not between.strip() else None
+
+
 def _as_asked(terms: list[Weighted]) -> list[Weighted]:
     """Within a passage: the terms told before the asking clause weigh TOLD_SHARE. "等一下要散瞳查眼底，检查完当天可以
     开车吗？": 散瞳 and 眼底 found the passage; of its sentences, the one on 开车 answers, not the one naming 眼底."""
@@ -1171,7 +1196,12 @@ def _unit_score(
     """(score, the aspect asked that is named over or in the unit ("" for none), named by a heading); None for units
     that are no answer."""
     text = _choice_text(hit.text, unit) if unit.kind == "choice" else unit.text(hit.text)
-    if unit.kind in ("heading", "header") or len(text.strip()) < MIN_UNIT_CHARS or not _has_words(text):
+    answers_heading = _answers_its_heading(path)  # "0.02%" under "反向斜视的患病比例是多少？" answers it
+    if unit.kind in ("heading", "header"):
+        return None
+    if not (_has_words(text) or (answers_heading and _SAYS_SOMETHING.search(text))):
+        return None
+    if len(text.strip()) < MIN_UNIT_CHARS and not answers_heading:
         return None
     if _is_reference(text, path):
         return None  # a reference list names the topic of every study it cites and answers nothing
@@ -1229,7 +1259,12 @@ def _unit_score(
     stripped = text.rstrip()
     if stripped.endswith(("：", ":")):  # a lead-in whose list is not in this passage
         score -= 0.3
-    if unit.kind == "sentence" and len(stripped) < LABEL_CHARS and stripped[-1] not in "。！!.；;）)”":
+    if (
+        unit.kind == "sentence"
+        and len(stripped) < LABEL_CHARS
+        and stripped[-1] not in "。！!.；;）)”"
+        and not answers_heading
+    ):
         score -= 0.25  # a short line without an ending: a heading or a label the loader could not mark
     if _cjk_share(text) < FOREIGN_SHARE <= _cjk_share(ask.question):
         score -= 0.2  # a Chinese question is answered in Chinese where the text says it both ways (a quote, then 译文)
@@ -1377,8 +1412,12 @@ def _pairs(text: str) -> set[str]:
 
 
 def _cjk_share(text: str) -> float:
-    letters = [c for c in text if c.isalpha()]
-    return sum(1 for c in letters if "\u4e00" <= c <= "\u9fff") / len(letters) if letters else 0.0
+    """The share of the text's words that are Chinese (a word in letters counts once, a Chinese word is about two
+    characters): "不含防腐剂的人工泪液、topical cyclosporine-A、punctal plug" is Chinese with English names in it, a
+    register's row of English fields with one Chinese name in it is English."""
+    chinese = sum(1 for c in text if "\u4e00" <= c <= "\u9fff") / CHINESE_WORD_CHARS
+    latin = len(_LATIN_WORD.findall(text))
+    return chinese / (chinese + latin) if chinese + latin else 0.0
 
 
 def _heading_aspects(path: list[str], lex: Lexicon) -> set[str]:

@@ -50,6 +50,16 @@ OPTION_KEYS = ("options", "option", "choices", "选项", "备选答案", "备选
 ANSWER_KEYS = ("answer", "answer_idx", "correct_answer", "答案", "正确答案", "参考答案", "标准答案")
 EXPLANATION_KEYS = ("explanation", "analysis", "rationale", "解析", "答案解析", "解释", "分析")
 _OPTION_LETTER = re.compile(r"[A-H]")
+# A chat turn, as instruction-tuning sets and chat exports write it (ShareGPT's from/value, OpenAI's role/content)
+ROLE_KEYS = ("from", "role", "speaker", "sender")
+TURN_TEXT_KEYS = ("value", "content", "text", "message")
+ASKER_ROLES = {"human", "user", "patient", "患者", "病人", "用户", "提问者"}
+ANSWERER_ROLES = {"gpt", "assistant", "bot", "model", "doctor", "医生", "chatgpt"}
+SKIPPED_ROLES = {"system"}  # a prompt telling a model how to behave: no text a reader asked or was told
+# An instruction-tuning pair (Alpaca's instruction/input/output, prompt/completion, query/response)
+PROMPT_KEYS = ("instruction", "prompt", "query")
+CONTEXT_KEYS = ("input",)
+RESPONSE_KEYS = ("output", "response", "completion")
 UNIT_KEYS = ("unit", "units", "uom", "单位", "計量單位", "计量单位")
 _FIGURE = re.compile(r"[-+]?\d+(?:\.\d+)?")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
@@ -160,6 +170,8 @@ def _write_leaves(builder: DocumentBuilder, value: Any) -> None:
 def _write_object(builder: DocumentBuilder, value: dict, level: int, skip: str | None, depth: int) -> None:
     if _exam_item(value):
         value = _write_exam_item(builder, value, skip)
+    elif _prompt_and_response(value):
+        value = _write_prompt_and_response(builder, value, level)
     for key, item in value.items():
         if not _present(item) or (isinstance(item, str) and clean_line(item) == skip):
             continue
@@ -220,6 +232,57 @@ def _write_exam_item(builder: DocumentBuilder, item: dict, skip: str | None) -> 
     return rest
 
 
+def _dialogue(items: list) -> bool:
+    """A list of chat turns, each a speaker and what was said, at least one of them a question asked."""
+    turns = [_turn(item) for item in items]
+    return len(turns) >= 2 and all(turns) and any(role in ASKER_ROLES for role, _ in turns if role)
+
+
+def _turn(item: Any) -> tuple[str, str] | None:
+    if not isinstance(item, dict):
+        return None
+    role = next((item[k] for k in item if k.strip().lower() in ROLE_KEYS and isinstance(item[k], str)), None)
+    said = next((item[k] for k in item if k.strip().lower() in TURN_TEXT_KEYS and isinstance(item[k], str)), None)
+    return (role.strip().lower(), said) if role is not None and said is not None else None
+
+
+def _write_dialogue(builder: DocumentBuilder, items: list, level: int) -> None:
+    """What the asker said heads what the answerer said after it, as a Q&A page's question heads its answer: the
+    answer ("结膜；泪器；眼眶") is about what was asked ("眼肿瘤的发病部位是什么？"), which it seldom repeats. The
+    speakers' labels (human、gpt) are no text of anyone's."""
+    for role, said in filter(None, map(_turn, items)):
+        if role in SKIPPED_ROLES or not _present(said):
+            continue
+        if role in ASKER_ROLES and clean_line(_scalar(said)):
+            builder.heading(level, clean_line(_scalar(said)))
+        else:
+            _write_text(builder, _scalar(said), "")
+
+
+def _prompt_and_response(value: dict) -> bool:
+    keys = {key.strip().lower() for key, item in value.items() if isinstance(item, str)}
+    return bool(keys & set(PROMPT_KEYS)) and bool(keys & set(RESPONSE_KEYS))
+
+
+def _write_prompt_and_response(builder: DocumentBuilder, item: dict, level: int) -> dict:
+    """An instruction-tuning pair: the instruction (with its input, the case it is about) heads the response, as a
+    chat's question heads its answer. Returns the record's other fields."""
+    rest = dict(item)
+    asked = [
+        clean_line(_scalar(rest.pop(key)))
+        for keys in (PROMPT_KEYS, CONTEXT_KEYS)
+        for key in [next((k for k in item if k.strip().lower() in keys and isinstance(item[k], str)), None)]
+        if key is not None
+    ]
+    answer_key = next(k for k in rest if k.strip().lower() in RESPONSE_KEYS and isinstance(rest[k], str))
+    answer = rest.pop(answer_key)
+    if heading := " ".join(part for part in asked if part and part not in _MISSING):
+        builder.heading(level, heading)
+    if _present(answer):
+        _write_text(builder, _scalar(answer), "")
+    return rest
+
+
 def _option_lines(options: Any) -> list[str]:
     """Options as lines "A. …": a mapping by letter (MedQA), a list, or one text with a line each."""
     if isinstance(options, dict):
@@ -239,6 +302,9 @@ def _short_text_lines(value: Any) -> list[str]:
 
 
 def _write_list(builder: DocumentBuilder, items: list, level: int, skip: str | None, key: str, depth: int) -> None:
+    if _dialogue(items):
+        _write_dialogue(builder, items, level)
+        return
     texts = [item for item in items if _present(item) and not isinstance(item, (dict, list))]
     if texts and len(texts) == len(items) and all(_short(item) for item in texts):
         _write_text(builder, "、".join(_short_text(item) for item in texts), key)
