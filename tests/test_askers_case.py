@@ -414,3 +414,21 @@ async def test_a_skin_test_is_the_texts_intradermal_test(tmp_path):
     service = library(tmp_path, {"破伤风.md": TETANUS, "泪道.md": TEAR_DUCT})
     result = await service.ask("打破伤风抗毒素之前皮试阳性咋办？")
     assert "免疫球蛋白" in tldr(result.answer), result.answer
+
+
+DEFOCUS_WEAR = """# 离焦框架眼镜的佩戴（演示）
+
+本文为演示材料，用于软件测试，不作为临床依据。
+
+## 佩戴时间
+
+在一项为期两年的研究中，参与儿童平均每天佩戴离焦镜片约9小时。一般建议每天佩戴离焦镜片不少于12小时，看远看近都不摘镜。
+"""
+
+
+async def test_a_figure_asked_as_needed_is_the_one_recommended(tmp_path):
+    """ "每天需要戴多长时间？": the figure the text recommends, not the one a study's children happened to wear."""
+    service = library(tmp_path, {"离焦镜.md": DEFOCUS_WEAR, "泪道.md": TEAR_DUCT})
+    history = [ChatTurn(role="user", content="离焦框架眼镜能控制近视加深吗？")]
+    result = await service.ask("那每天需要戴多长时间？", history)
+    assert "不少于12小时" in tldr(result.answer), result.answer

@@ -65,6 +65,7 @@ OPENING_CHARS = 200  # … up to this many characters
 CONTEXT_WEIGHT = 0.5  # the previous subject a question carries along without naming it, against its own words
 TITLED_BONUS = 0.1  # a unit under a heading that is the very word the question asks about
 OWN_SECTION_BONUS = 0.05  # a unit whose own section's label names the aspect asked wins a tie with its siblings'
+NORMATIVE_BONUS = 0.03  # "每天需要多长时间": the figure a text recommends, over one a study happened to use
 CUE_TIE_STEP = 0.005  # each further word of the unit saying the aspect asked (up to EXTRA_CUES): a tie-break
 EXTRA_CUES = 2
 OWN_CUE_BONUS = 0.03  # a unit naming the aspect in the asker's own word, over one naming it otherwise
@@ -158,6 +159,8 @@ _POINTS_ELSEWHERE = re.compile(  # "参见第三题的答案。", "常用通便�
     r"^\s*(?:参见|参看|详见|见上|同上)|[（(]?(?:参?见|详见)附?[表图]\s*[\dA-Za-z一二三四五六七八九十]+[)）]?[。.]?\s*$"
 )
 _NUMBER = re.compile(r"^[\d.%％]+$")
+_ASKS_WHAT_IS_NEEDED = re.compile(r"(?:需要|应该|应当|要|得|该)[^，,。？?]{0,6}?(?:多久|多长|多少|多大|几)")
+_NORMATIVE = re.compile(r"建议|推荐|应当|应该|应|宜|保证|至少|不少于|不超过|不宜超过")
 _SAYS_SOMETHING = re.compile(r"[\d\u4e00-\u9fffA-Za-z]")
 # A person's name (2 to 4 characters, maybe spaced out "何 宏") and their institution
 _ROSTER_LINE = re.compile(
@@ -1154,6 +1157,16 @@ def _asks(line: str) -> bool:
     return bool(pieces) and all(p.endswith(("？", "?")) or _EXAM_TASK.match(p) for p in pieces)
 
 
+def _recommends_figure(ask: Ask, text: str, terms: list[Weighted], path: list[str]) -> bool:
+    """ "每天需要多长时间？": a figure the text recommends for what was asked ("应每天保证户外活动时间2小时以上"), not
+    one a trial happened to use ("每天增加一节约40分钟的户外活动课") nor a recommendation on something else beside it
+    ("还应保证每天充足睡眠，小学生约10小时")."""
+    if not (_ASKS_WHAT_IS_NEEDED.search(ask.question) and _NORMATIVE.search(text)):
+        return False
+    asked = _decisive(terms) or [w for w in terms if not w.term.generic]  # a library of one topic: its subject
+    return _figure_beside(text, asked, " ".join(path).lower())
+
+
 def _answers_its_heading(path: list[str]) -> bool:
     """Under a heading that asks ("GFSC角膜炎的推荐药有些什么？": a Q&A page's, a chat's question) a short line is the
     answer ("伏立康唑"), not a label the loader could not mark."""
@@ -1254,6 +1267,8 @@ def _unit_score(
         score += 0.15
         if _number_of_kind(ask, text, lex):  # 两三年 for 多久, not the 两个度数 of a sentence on another matter
             score += 0.05
+            if _recommends_figure(ask, text, terms, path):
+                score += NORMATIVE_BONUS
     if (ask.many or set(part.aspects) & lex.list_aspects) and _enumerates(unit, text):
         score += 0.1
     stripped = text.rstrip()
