@@ -105,3 +105,13 @@ async def test_who_calls_it_so_is_not_what_is_asked(tmp_path):
 def test_how_it_is_confirmed_is_asked_but_after_it_is_confirmed_is_when():
     assert "诊断" in analyse("风牵偏视要做哪些检查来确诊？").aspects
     assert "诊断" not in analyse("沙眼确诊后吃什么药？").aspects
+
+
+def test_a_long_story_told_is_text_not_a_heading(tmp_path: Path):
+    """A consultation's question can be a page of history: it stays text, never a heading over every passage."""
+    story = "孩子今年八岁，" + "最近看黑板眯眼，" * 40 + "需要配眼镜吗？（演示）"
+    path = tmp_path / "dialogue.jsonl"
+    path.write_text(chat(story, "建议先到医院做睫状肌麻痹验光，明确屈光状态后再决定。（演示）"), encoding="utf-8")
+    document = load_document(path)
+    assert not any(story in s.heading_path for s in document.sections if s.heading_path)
+    assert story in document.text and "睫状肌麻痹验光" in document.text

@@ -55,6 +55,7 @@ ROLE_KEYS = ("from", "role", "speaker", "sender")
 TURN_TEXT_KEYS = ("value", "content", "text", "message")
 ASKER_ROLES = {"human", "user", "patient", "患者", "病人", "用户", "提问者"}
 ANSWERER_ROLES = {"gpt", "assistant", "bot", "model", "doctor", "医生", "chatgpt"}
+ASKED_HEADING_CHARS = 200  # a question this long is a story told (a consultation's), written as text, not a heading
 SKIPPED_ROLES = {"system"}  # a prompt telling a model how to behave: no text a reader asked or was told
 # An instruction-tuning pair (Alpaca's instruction/input/output, prompt/completion, query/response)
 PROMPT_KEYS = ("instruction", "prompt", "query")
@@ -253,9 +254,10 @@ def _write_dialogue(builder: DocumentBuilder, items: list, level: int) -> None:
     for role, said in filter(None, map(_turn, items)):
         if role in SKIPPED_ROLES or not _present(said):
             continue
-        if role in ASKER_ROLES and clean_line(_scalar(said)):
-            builder.heading(level, clean_line(_scalar(said)))
-        else:
+        asked = clean_line(_scalar(said)) if role in ASKER_ROLES else ""
+        if asked and len(asked) <= ASKED_HEADING_CHARS:
+            builder.heading(level, asked)
+        else:  # a patient's long story is text of its own, not a heading over every passage of the answer
             _write_text(builder, _scalar(said), "")
 
 
@@ -276,8 +278,11 @@ def _write_prompt_and_response(builder: DocumentBuilder, item: dict, level: int)
     ]
     answer_key = next(k for k in rest if k.strip().lower() in RESPONSE_KEYS and isinstance(rest[k], str))
     answer = rest.pop(answer_key)
-    if heading := " ".join(part for part in asked if part and part not in _MISSING):
+    heading = " ".join(part for part in asked if part and part not in _MISSING)
+    if 0 < len(heading) <= ASKED_HEADING_CHARS:
         builder.heading(level, heading)
+    elif heading:
+        builder.paragraph(heading)
     if _present(answer):
         _write_text(builder, _scalar(answer), "")
     return rest
