@@ -59,7 +59,8 @@ VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole
 # titled by a key ending in name/title/名称 (chinese_name), its nested parts' repeats of a line written once; 14: every
 # heading that heads nothing is a line of its parent's text, sentence or not, and after another such heading too —
 # before, a run of them lost its text from every passage; 15: a question bank's item (question, options, answer,
-# explanation) reads as an exam paper prints it, and a cell's written-out line breaks ("A 角膜\\nB 巩膜") break):
+# explanation) reads as an exam paper prints it, and a cell's written-out line breaks ("A 角膜\\nB 巩膜") break; 16: a
+# chat record or an instruction-tuning pair reads as its question, a heading, over its answer):
 # the next ingest of an existing KB reads every file again, so an upgrade's better reading reaches the documents.
 READER_VERSION = 16
 READER_KEY = "reader_version"

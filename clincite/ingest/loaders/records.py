@@ -54,7 +54,6 @@ _OPTION_LETTER = re.compile(r"[A-H]")
 ROLE_KEYS = ("from", "role", "speaker", "sender")
 TURN_TEXT_KEYS = ("value", "content", "text", "message")
 ASKER_ROLES = {"human", "user", "patient", "患者", "病人", "用户", "提问者"}
-ANSWERER_ROLES = {"gpt", "assistant", "bot", "model", "doctor", "医生", "chatgpt"}
 ASKED_HEADING_CHARS = 200  # a question this long is a story told (a consultation's), written as text, not a heading
 SKIPPED_ROLES = {"system"}  # a prompt telling a model how to behave: no text a reader asked or was told
 # An instruction-tuning pair (Alpaca's instruction/input/output, prompt/completion, query/response)
