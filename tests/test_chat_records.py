@@ -115,3 +115,40 @@ def test_a_long_story_told_is_text_not_a_heading(tmp_path: Path):
     document = load_document(path)
     assert not any(story in s.heading_path for s in document.sections if s.heading_path)
     assert story in document.text and "睫状肌麻痹验光" in document.text
+
+
+def test_a_transcript_of_labelled_lines_reads_the_same_way(tmp_path: Path):
+    """MedDialog's shape: the consultation as lines its speakers label."""
+    record = {
+        "description": "演示：家长咨询孩子揉眼",
+        "utterances": [
+            "病人：孩子春天总揉眼睛、眼痒，是不是过敏？（演示）",
+            "医生：眼痒、季节性发作，多考虑过敏性结膜炎，可冷敷并在医生指导下使用抗过敏滴眼液。（演示）",
+        ],
+    }
+    path = tmp_path / "dialog.json"
+    path.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
+    document = load_document(path)
+    headings = [s.heading_path[-1] for s in document.sections if s.heading_path]
+    assert "孩子春天总揉眼睛、眼痒，是不是过敏？（演示）" in headings, document.text
+    assert "多考虑过敏性结膜炎" in document.text
+    assert "病人：" not in document.text and "医生：" not in document.text
+    notes = tmp_path / "notes.json"
+    notes.write_text(json.dumps({"items": ["注意：避光保存。", "提示：开封后一个月内用完。"]}, ensure_ascii=False))
+    assert "注意：避光保存。" in load_document(notes).text  # labelled lines that are no speakers stay as written
+
+
+def test_the_next_record_is_not_under_the_last_records_question(tmp_path: Path):
+    first = {
+        "source": "演示",
+        "utterances": ["病人：孩子总揉眼睛是过敏吗？（演示）", "医生：多考虑过敏性结膜炎。（演示）"],
+    }
+    second = {
+        "source": "演示二",
+        "utterances": ["患者：近视手术后多久能游泳？（演示）", "医生：术后一个月内避免游泳。（演示）"],
+    }
+    path = tmp_path / "dialogs.jsonl"
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in (first, second)), encoding="utf-8")
+    document = load_document(path)
+    under_first = [s for s in document.sections if s.heading_path == ["孩子总揉眼睛是过敏吗？（演示）"]]
+    assert under_first and all("演示二" not in document.text[s.start : s.end] for s in under_first), document.sections

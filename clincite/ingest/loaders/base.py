@@ -211,6 +211,19 @@ class DocumentBuilder:
         self._section_start = self.length
         self._heading_start = None
 
+    def close_headings(self, level: int) -> None:
+        """What follows stands under none of the headings of `level` or deeper (a file's next record, which the
+        question a chat record's last turn asked does not head)."""
+        if not any(lv >= level for lv, _ in self.path):
+            self.section_break()
+            return
+        if self.path[-1][0] >= level:
+            self._text_if_leaf()
+        self._close_section()
+        self.path = [(lv, h) for lv, h in self.path if lv < level]
+        self._section_start = self.length
+        self._heading_start = None
+
     def paragraph(self, text: str) -> None:
         """A paragraph; a line break its author put inside it (Word's Shift+Enter, a Markdown hard break) stays."""
         text = "\n".join(

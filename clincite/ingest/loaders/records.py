@@ -54,6 +54,8 @@ _OPTION_LETTER = re.compile(r"[A-H]")
 ROLE_KEYS = ("from", "role", "speaker", "sender")
 TURN_TEXT_KEYS = ("value", "content", "text", "message")
 ASKER_ROLES = {"human", "user", "patient", "患者", "病人", "用户", "提问者"}
+ANSWERER_ROLES = {"gpt", "assistant", "doctor", "医生", "大夫", "医师"}  # of a line a speaker labels ("医生：…")
+_SPEAKER_LINE = re.compile(r"^\s*([^\s：:]{1,12})\s*[：:]\s*(.*)$", re.DOTALL)
 ASKED_HEADING_CHARS = 200  # a question this long is a story told (a consultation's), written as text, not a heading
 SKIPPED_ROLES = {"system"}  # a prompt telling a model how to behave: no text a reader asked or was told
 # An instruction-tuning pair (Alpaca's instruction/input/output, prompt/completion, query/response)
@@ -97,7 +99,7 @@ def load_records(path: Path) -> LoadedDocument:
             if name and name != title:
                 builder.heading(2, name)
             else:
-                builder.section_break()
+                builder.close_headings(2)
             _write(builder, item, level=3, skip=name)
     else:
         _write(builder, data, level=2, skip=title)
@@ -239,6 +241,13 @@ def _dialogue(items: list) -> bool:
 
 
 def _turn(item: Any) -> tuple[str, str] | None:
+    """(speaker, what was said) of a turn written as a record, or as a line its speaker labels ("病人：…", MedDialog's
+    utterances); None for anything else."""
+    if isinstance(item, str):
+        labelled = _SPEAKER_LINE.match(item)
+        if labelled is None or labelled.group(1).lower() not in ASKER_ROLES | ANSWERER_ROLES:
+            return None
+        return labelled.group(1).lower(), labelled.group(2)
     if not isinstance(item, dict):
         return None
     role = next((item[k] for k in item if k.strip().lower() in ROLE_KEYS and isinstance(item[k], str)), None)
