@@ -67,6 +67,7 @@ MANY_WORDS = ("哪些", "哪几个", "哪几种", "哪几类", "有几种")  # o
 MEASURED = {"浓度", "频率"}
 EITHER_JOINERS = ("或", "或者")  # … of which either one is asked about ("开着小夜灯或者大灯"), not which one (还是)
 TOGETHER_SHARE = 0.3  # a new subject this often written with the last one goes on in its setting
+DRUG_NAME_RARITY = 12.0  # a word a dosage form is written onto names a drug when this rare (依匹斯汀, not 中药)
 NAMING_RARITY = 11.0  # general-Chinese rarity (Tokenizer.general_rarity) from which a word names a subject itself
 SHORT_FOLLOW_UP = 12  # characters: a question this short without a subject of its own continues the last one
 # a short question opening with one of these drops its subject, the chat's ("会影响视力吗？", "能用热敷吗？"): Chinese
@@ -141,6 +142,9 @@ class Term:
     # Written only in clauses before the one that asks (散瞳、眼底 of "等一下要散瞳查眼底，检查完当天可以开车吗？"),
     # domain terms included: they place the question; which sentence answers it is for the asking clause to say
     told: bool = False
+    # What a drug the question names is for, told before the clause that asks (过敏性结膜炎 of "奥洛他定滴眼液治过敏性
+    # 结膜炎发痒，一天点几次？"): a monograph's 用法用量 does not repeat its 适应证 — it ranks, never decides
+    purpose: bool = False
 
 
 @dataclass
@@ -171,11 +175,28 @@ class Ask:
         """The terms that name what is asked about: domain terms, else every non-generic term (停药、副作用 and the
         like are aspects of a subject, not subjects)."""
         lex = get_lexicon()
-        specific = [t for t in self.terms if not t.generic and not t.context and t.text.lower() not in lex.not_subjects]
-        named = [t for t in specific if t.entity or _abbreviation(t.text) or _proper_name(t)]
+        # what a named drug is asked as used for (过敏性结膜炎 of "奥洛他定滴眼液治过敏性结膜炎…") is not the subject
+        own = [t for t in self.terms if not t.generic and not t.context and not t.purpose]
+        specific = [t for t in own if t.text.lower() not in lex.not_subjects]
+        named = [t for t in specific if t.entity or _abbreviation(t.text) or _proper_name(t) or self.names_drug(t)]
         # 长期用激素眼药水…: no domain term but 眼药水, which is a form rather than a subject; still the best name of it
-        forms = [t for t in self.terms if t.entity and not t.generic and not t.context and t not in specific]
-        return named or (forms if specific else []) or specific
+        forms = [t for t in own if t.entity and t not in specific]
+        # …unless the drug it is a form of is named (色甘酸钠滴眼剂, 激素眼药水): that is what is asked about
+        drugs = [t for t in specific if self.names_drug(t)] if forms else []
+        return named or drugs or (forms if specific else []) or specific
+
+    def names_drug(self, term: Term) -> bool:
+        """A drug's name (`Tokenizer.is_drug_name`), or a word the question writes a form onto (依匹斯汀眼药水)."""
+        tokenizer = get_tokenizer()
+        if tokenizer.is_drug_name(term.text):
+            return True
+        at = self.resolved.find(term.text)
+        if at < 0 or tokenizer.is_dosage_form(term.text) or not _HAN_WORD.fullmatch(term.text):
+            return False
+        if tokenizer.general_rarity(term.text) < DRUG_NAME_RARITY:
+            return False  # 中药滴眼液: a kind of eye drops, not a drug's name
+        after = [w for w in tokenizer.words(self.resolved[at + len(term.text) :])[:2] if w != "的"]
+        return bool(after) and tokenizer.is_dosage_form(after[0])  # 依匹斯汀眼药水, 依匹斯汀的滴眼液
 
     @property
     def names_domain_term(self) -> bool:
@@ -188,7 +209,11 @@ class Ask:
         subjects = self.subjects
         if subjects:
             # "威尔眸（Vigamox）除了细菌性结膜炎…": the product the asker names and glosses is what is asked about
-            return max(subjects, key=lambda t: (_proper_name(t), t.entity, not t.text.isascii(), len(t.text))).text
+            # "孕妇得了过敏性结膜炎，能用依匹斯汀眼药水吗？": the drug named for a disease is what is asked about
+            return max(
+                subjects,
+                key=lambda t: (_proper_name(t), self.names_drug(t), t.entity, not t.text.isascii(), len(t.text)),
+            ).text
         return "".join(t.text for t in self.terms) or self.resolved
 
     @property
@@ -319,6 +344,7 @@ def analyse(
     _number_judged_safe(ask, lex)
     _mark_modifiers(ask)
     _mark_scene(ask, lex)
+    _mark_purpose(ask)
     _negation_told(ask, lex)
     _mark_described(ask, lex)
     _mark_adverbs(ask, lex)
@@ -327,7 +353,10 @@ def analyse(
         ask.aspects = ["定义"]
     if not previous:
         return ask
-    own_subject = _has_specific(ask.terms, lex)
+    # "孕妇能用吗？", "有哮喘的人能用吗？" name only whom they ask of: they ask on about the last subject, for them
+    whom = _whom(text)
+    own = [t for t in ask.terms if t.text not in lex.populations and not (whom and t.text in whom)]
+    own_subject = _has_specific(own, lex)
     # "另外想问一下，急性泪囊炎…": another question announced, whose medical or rare words name its subject (教室采光);
     # "那肾功能不好的人还能吃吗？" goes on with the last subject, for people it names
     another = text.startswith(ANOTHER_QUESTION)
@@ -501,6 +530,39 @@ def _mark_scene(ask: Ask, lex: Lexicon) -> None:
             term.scene = True
 
 
+def _whom(text: str) -> str:
+    """What the question says of the people it asks of ("有哮喘的人", "患有糖尿病的患者"): their condition, not its
+    subject."""
+    return " ".join(m.group(0) for m in _WHO_HAS.finditer(text))
+
+
+_WHO_HAS = re.compile(r"(?:有|患有|得了|得过|患过)([^，,；;。？?！!的]{1,8})的(?:人|患者|病人|孩子|小孩|老人|病友)")
+
+
+def _mark_purpose(ask: Ask) -> None:
+    """ "奥洛他定滴眼液治过敏性结膜炎发痒，一天点几次？": in a told clause, what comes after "治/用于/用来…" with a
+    subject before it is what that subject is used for — the asker's setting, not what the answer must name."""
+    text = ask.resolved
+    clauses, asking = _clauses(text)
+    for term in ask.terms:
+        if not term.told or term.context or term.inherited:
+            continue
+        for a, b in clauses:
+            at = text.find(term.text, a, b)
+            if at < 0 or (a, b) in asking:
+                continue
+            before = text[a:at]
+            verb = _FOR_USE.search(before)
+            if verb and any(o is not term and text.find(o.text, a, a + verb.start()) >= 0 for o in ask.terms):
+                term.purpose = True
+            elif _HAS_GOT.search(before) and any(ask.names_drug(o) for o in ask.terms if o is not term):
+                term.purpose = True  # "孕妇得了过敏性结膜炎，能用依匹斯汀眼药水吗？": what the drug would be for
+
+
+_FOR_USE = re.compile(r"(?:治疗|治|用于|用来|用在|对付|缓解)[^，,；;。？?！!]{0,2}$")
+_HAS_GOT = re.compile(r"(?:得了|患了|患有|得的是|查出)[^，,；;。？?！!]{0,2}$")
+
+
 def _clauses(text: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """The clauses of a question (start, end) and those of them that ask: the last one, and any with a question
     word of its own."""
@@ -666,9 +728,34 @@ def _words(text: str) -> list[str]:
         if _NUMBER_SPLIT.fullmatch(piece) or _CODE_NAME.fullmatch(piece):
             words.append(piece)
         elif piece:
-            raw = _glossed_names(get_tokenizer().words(piece))
+            raw = _coined_names_joined(_glossed_names(get_tokenizer().words(piece)))
             words += _numbered_names([w for w in raw if w.strip() and not _PUNCT.match(w)])
     return _all_apart(words)
+
+
+def _coined_names_joined(words: list[str]) -> list[str]:
+    """A drug no dictionary has, named with its form (洛度沙胺滴眼液, 卡替洛尔滴眼液), which jieba guesses into pieces
+    it does not know (洛度 / 沙胺, 卡替 / 洛尔): one name again, as a monograph's title writes it. Only before a form:
+    elsewhere such pieces are as often the asker's words glued by jieba's guess (能先 / 做点)."""
+    tokenizer = get_tokenizer()
+    out: list[str] = []
+    run: list[str] = []  # from a piece jieba does not know on (卡替 + 洛尔: a name's known ending goes with it)
+    for word in [*words, ""]:
+        piece = len(word) >= 2 and bool(_HAN_WORD.fullmatch(word)) and not tokenizer.is_dosage_form(word)
+        if piece and (not tokenizer.knows(word) or (run and tokenizer.is_drug_name("".join(run) + word))):
+            run.append(word)
+            continue
+        if len(run) >= 2 and tokenizer.is_dosage_form(word):
+            out.append("".join(run))
+        else:
+            out += run
+        run = []
+        if word:
+            out.append(word)
+    return out
+
+
+_HAN_WORD = re.compile(r"[\u4e00-\u9fff]+")
 
 
 def _glossed_names(words: list[str]) -> list[str]:

@@ -58,6 +58,7 @@ ABOUT_SHARE = 0.9  # the section about the subject beats one that only mentions 
 RELATIVE_FLOOR = 0.75  # an extract scoring below this share of the best one for its part is left out
 MAX_EXTRACTS = 2
 MIN_UNIT_CHARS = 6
+COINED_NAME_CHARS = 4  # jieba glues two or three characters it cannot place (时先用); a longer run of them is a name
 OPENING_SENTENCES = (
     3  # a section's opening (its heading line, then two sentences) read for what its later passages are about …
 )
@@ -70,6 +71,7 @@ CUE_TIE_STEP = 0.005  # each further word of the unit saying the aspect asked (u
 EXTRA_CUES = 2
 OWN_CUE_BONUS = 0.03  # a unit naming the aspect in the asker's own word, over one naming it otherwise
 DRUG_FORMS = ("眼药水", "滴眼液", "眼药", "滴眼剂", "眼膏", "眼药膏")  # a form a text may not name (局部抗生素)
+EYE_ROUTES = ("滴眼", "点眼", "眼用", "经眼给药")  # … or names by how it is given
 TREATMENT_ASPECT = "治疗"
 TOLD_SHARE = 0.3  # a term told before the asking clause, in choosing the sentence of a passage (`_as_asked`)
 SEARCH_WEIGHT = 0.25  # how much the search engine's own score counts beside the reading of the passage
@@ -161,6 +163,7 @@ _POINTS_ELSEWHERE = re.compile(  # "参见第三题的答案。", "常用通便�
 _NUMBER = re.compile(r"^[\d.%％]+$")
 _ASKS_WHAT_IS_NEEDED = re.compile(r"(?:需要|应该|应当|要|得|该)[^，,。？?]{0,6}?(?:多久|多长|多少|多大|几)")
 _NORMATIVE = re.compile(r"建议|推荐|应当|应该|应|宜|保证|至少|不少于|不超过|不宜超过")
+_HAN = re.compile(r"[\u4e00-\u9fff]+")
 _SAYS_SOMETHING = re.compile(r"[\d\u4e00-\u9fffA-Za-z]")
 # A person's name (2 to 4 characters, maybe spaced out "何 宏") and their institution
 _ROSTER_LINE = re.compile(
@@ -249,6 +252,11 @@ class Weighted:
     # the question's longer names this word is part of (浓度 of 低浓度阿托品): inside them it is not named on its own
     inside: list[str] = field(default_factory=list)
     said_by_age: bool = False  # who or what is asked by age (小朋友 of "有没有年龄限制"): a text saying an age names it
+    # the form a named drug is asked in (眼药水 of "噻吗洛尔眼药水"): a monograph's every part is the drug's, though
+    # only its 剂型 names the form — it ranks the part on the form, never misses
+    form_of_drug: bool = False
+    # the measure whose figure is asked (浓度 of "浓度分别是多少"): a text gives the figure (0.05%) without naming it
+    measure_asked: bool = False
 
 
 def judge(
@@ -333,6 +341,9 @@ def _judge(
     if not terms or _compares_the_unnamed(ask, stats):
         return []
     _mark_asked_by_age(ask, terms, lex)
+    _mark_forms_of_drugs(ask, terms)
+    for w in terms:
+        w.measure_asked = bool(ask.quantity) and w.term.text in MEASURED
     decisive = _decisive(terms) or (_carried_decisive(terms) if ask.same_message else [])
     # Scores this low (every passage has the words: a library of one document) say little of which passage answers.
     bm25_top = max(max((h.bm25 or 0.0 for h in hits), default=0.0), WEAK_BM25)
@@ -429,6 +440,7 @@ def _decisive(terms: list[Weighted]) -> list[Weighted]:
         and not w.term.scene
         and _may_decide(w)
     ]
+    eligible = [w for w in eligible if not (w.form_of_drug or w.measure_asked)]
     # who it is asked of (a population the library seldom writes for) decides whatever its weight: an everyday word
     populations = [w for w in eligible if w.term.generic]
     eligible = [w for w in eligible if not w.term.generic]
@@ -539,7 +551,8 @@ def _form_or_treatment(weighted: list[Weighted]) -> None:
     treatment = [cue for cue, aspect in lex.passage_cues.items() if aspect == TREATMENT_ASPECT]
     for w in weighted:
         if w.term.text.lower() in DRUG_FORMS:
-            w.alternatives += [Weighted(Term(cue, [cue.lower()]), w.weight, []) for cue in treatment]
+            ways = [*treatment, *EYE_ROUTES]  # a monograph's "滴眼：每次1～2滴" is its eye drops' part
+            w.alternatives += [Weighted(Term(cue, [cue.lower()]), w.weight, []) for cue in ways]
 
 
 def _cap_wording(weighted: list[Weighted], tokenizer) -> None:
@@ -563,13 +576,16 @@ def _known_pieces(terms: list[Term], stats: TermStats, tokenizer) -> list[Term]:
         if term.entity or stats.document_frequency(term.text.lower()) or not stats.size:
             out.append(term)
             continue
+        if tokenizer.is_drug_name(term.text):
+            out.append(term)  # 卡替洛尔 is a drug the library never names, not 卡替 + the 洛尔 of 噻吗洛尔
+            continue
         pieces = tokenizer.dictionary_words(term.text)
         if len(pieces) == 1 or all(len(p) == 1 for p in pieces):
             # one dictionary word the KB never uses (手术显微镜), or characters jieba glued (闪辉分 of 闪辉分几级):
             # the words of it the KB uses
             pieces = _known_cover(term.text, stats) or pieces
-        if pieces == [term.text]:
-            out.append(term)
+        if pieces == [term.text] or (len(term.text) >= COINED_NAME_CHARS and all(len(p) == 1 for p in pieces)):
+            out.append(term)  # …and a name of characters no word is made of (洛度沙胺、肥而不腻): a word of its own
             continue
         lex = get_lexicon()
         for piece in pieces:
@@ -669,7 +685,8 @@ def _coverage(terms: list[Weighted], text: str, headings: str = "") -> float:
 
     def counts(w: Weighted, m: float) -> bool:  # "小夜灯或者大灯": naming one of the two does not miss the other
         # …and a subject carried along from the last question places a passage where it is named, never misses
-        return bool(m) or not (w.common or w.term.context or other_named(w))
+        unnamed_ok = w.common or w.term.context or w.term.purpose or w.form_of_drug or w.measure_asked
+        return bool(m) or not (unnamed_ok or other_named(w))
 
     total = sum(w.weight for w, m in found if counts(w, m)) or 1.0
     return sum(w.weight * m for w, m in found) / total
@@ -918,6 +935,37 @@ def _about(subjects: list[Weighted], headings: str, text: str) -> bool:
     return any(match(w, headings) == 1.0 for w in carried) and all(match(w, text) == 1.0 for w in own)
 
 
+def _mark_forms_of_drugs(ask: Ask, weighted: list[Weighted]) -> None:
+    """The form a named drug is asked in: the question names a drug (噻吗洛尔眼药水), or writes the form onto a word
+    no dictionary has (洛度沙胺滴眼液, whose drug jieba cuts into 洛度 + 沙胺): a product's name."""
+    drug_named = any(_names_a_drug(w) or ask.names_drug(w.term) for w in weighted)
+    tokenizer = get_tokenizer()
+
+    def coined(word: str) -> bool:
+        return len(word) >= 2 and bool(_HAN.fullmatch(word)) and not tokenizer.knows(word)
+
+    for w in weighted:
+        if w.term.text.lower() not in DRUG_FORMS:
+            continue
+        at = ask.resolved.find(w.term.text)
+        if at >= 0:
+            before = tokenizer.words(ask.resolved[:at])
+            onto_a_name = bool(before) and coined(before[-1])
+        else:  # the form came with the last question's product (洛度沙胺滴眼液 of "那孕妇能用吗？")
+            onto_a_name = any(
+                (coined(o.term.text) or o.term.inherited) and o.term.text.lower() not in DRUG_FORMS
+                for o in weighted
+                if o is not w and not o.term.generic
+            )
+        w.form_of_drug = drug_named or onto_a_name
+
+
+def _names_a_drug(weighted: Weighted) -> bool:
+    """The term names a drug (`Tokenizer.is_drug_name`)."""
+    tokenizer = get_tokenizer()
+    return any(tokenizer.is_drug_name(v) for v in weighted.term.variants if v not in DRUG_FORMS)
+
+
 def _may_decide(weighted: Weighted) -> bool:
     """A domain term, an abbreviation or a noun rare in general Chinese (麦粒肿、大发作) can decide; an everyday word
     (日常、老人、一项) or a verb is too often the asker's own wording for what the text says otherwise."""
@@ -926,7 +974,7 @@ def _may_decide(weighted: Weighted) -> bool:
         return True
     if term.generic and weighted.scarce and term.text in get_lexicon().populations:
         return True  # 儿童 in a library of adult pain guidelines: a passage not naming children is on adults
-    if term.generic or term.context:  # 孩子、患者: the asker's everyday word for whoever the text is about
+    if term.generic or term.context or term.purpose:  # 孩子、患者: the asker's word for whoever the text is about
         return False
     if term.text in MEASURED and weighted.unseen:
         return False  # "它的浓度是多少": a library that never writes 浓度 gives the figure as it is (0.05%)

@@ -66,6 +66,11 @@ DOSAGE_FORMS = sorted(
         "糖浆",
         "栓",
         "贴剂",
+        "透皮贴剂",
+        "透皮贴",
+        "贴片",
+        "滴眼剂",
+        "眼药水",
         "滴丸",
         "丸",
         "滴剂",
@@ -79,6 +84,20 @@ DOSAGE_FORMS = sorted(
     key=len,
     reverse=True,
 )
+DRUG_HEADS = (
+    "激素",
+    "霉素",
+    "沙星",
+    "洛尔",
+    "地平",
+    "单抗",
+    "西林",
+    "他汀",
+    "替尼",
+    "卡因",
+)  # the endings drugs' names have
+SALT_ENDINGS = ("钠", "钾")  # cut off a name as its forms are (玻璃酸钠 → 玻璃酸), but no form a product is given in
+PRODUCT_FORMS = frozenset(DOSAGE_FORMS) - set(SALT_ENDINGS)
 SALT_PREFIXES = (
     "注射用",
     "盐酸",
@@ -94,6 +113,8 @@ SALT_PREFIXES = (
     "乳酸",
 )
 DRUG_NAME_CHARS = (3, 8)
+MIN_LEFT_OVER = 2  # characters of a word left beside a synonym in it that are a word of their own
+LONG_WORD = 4  # jieba's search mode finds the two- and three-character words inside a longer one; we add these
 COMMON_PIECE_FREQUENCY = 100  # a drug name cut into pieces this common (复方 + 感冒) is made of ordinary words
 _PUNCT_OR_SPACE = re.compile(r"^[\s\W_]+$", re.UNICODE)
 
@@ -108,6 +129,7 @@ class Tokenizer:
         self._jieba = jieba.Tokenizer()
         self._jieba.initialize()
         self.medical_vocabulary: set[str] = set()  # specialised medical words (is_medical)
+        self.drug_names: set[str] = set()  # the drugs THUOCL's product names name (奥洛他定 of 奥洛他定滴眼液)
         self.medical_terms = self._add_medical_terms(lexicon_dir / MEDICAL_TERMS)
         userdict = lexicon_dir / "userdict.txt"
         if userdict.exists():
@@ -143,7 +165,8 @@ class Tokenizer:
             if len(word) >= 2 and word not in self._jieba.FREQ:
                 self._jieba.add_word(word)  # jieba works out the frequency that keeps it whole
                 added.add(word)
-        for drug in {_drug_of(word) for word in words} - {""}:
+        self.drug_names = {_drug_of(word) for word in words} - {""}
+        for drug in self.drug_names:
             self.medical_vocabulary.add(drug)  # 奥司他韦 of 磷酸奥司他韦胶囊
             if not self._jieba.FREQ.get(drug) and self._cut_apart(drug):
                 self._jieba.add_word(drug)
@@ -161,8 +184,22 @@ class Tokenizer:
         for token in self._jieba.cut_for_search(fold(text)):
             token = token.strip().lower()
             if token and token not in self.stopwords and not _PUNCT_OR_SPACE.match(token):
+                tokens.extend(self._longer_words_inside(token))
                 tokens.append(token)
         return tokens
+
+    def _longer_words_inside(self, token: str) -> list[str]:
+        """The words of four characters or more inside a longer one: jieba's search mode gives a word's two- and
+        three-character words only, so 奥洛他定滴眼液 would never meet a monograph titled 奥洛他定."""
+        if len(token) <= LONG_WORD or token.isascii():
+            return []
+        freq = self._jieba.FREQ
+        return [
+            token[i : i + n]
+            for n in range(LONG_WORD, len(token))
+            for i in range(len(token) - n + 1)
+            if freq.get(token[i : i + n])
+        ]
 
     def words(self, text: str) -> list[str]:
         """Plain jieba segmentation with the domain dictionary (no stop-word removal), cut where the Simplified
@@ -191,6 +228,18 @@ class Tokenizer:
         """jieba's part of speech says the word places in time (将来、平时、当天: t), which a text says its own way."""
         flags = self._flags(word)
         return bool(flags) and all(flag.startswith("t") for flag in flags)
+
+    def is_drug_name(self, word: str) -> bool:
+        """A drug's name: one a product's name in the medical lexicon gives (奥洛他定 of 奥洛他定滴眼液), or a word
+        ending as drugs' names do (噻吗洛尔、妥布霉素、激素)."""
+        word = fold(word)
+        if word in PRODUCT_FORMS:
+            return False
+        return word in self.drug_names or (len(word) >= 2 and word.endswith(DRUG_HEADS))
+
+    def is_dosage_form(self, word: str) -> bool:
+        """滴眼液、眼膏、片 …: the form a product's name ends in."""
+        return fold(word) in PRODUCT_FORMS
 
     def knows(self, word: str) -> bool:
         """jieba's dictionary has the word (its HMM also joins characters it has never seen together: 药会)."""
@@ -281,17 +330,27 @@ class Tokenizer:
         for word in self.words(query):
             start, end = offset, offset + len(word)
             offset = end
-            if any(s < end and start < e for s, e in covered):
-                continue
-            tokens = self.tokenize(word)
-            if tokens:
-                groups.append([tokens])
+            for piece in _uncovered(query, start, end, covered):
+                if tokens := self.tokenize(piece):
+                    groups.append([tokens])
         return [g for g in groups if g]
 
     def _whole(self, term: str) -> list[str]:
         """A synonym as whole words (a lexicon term is one token), not its sub-words: "低剂量阿托品" must not
         stand for the concept through "剂量" alone."""
         return [tok for word in self.words(term) for tok in [word.strip().lower()] if tok and tok not in self.stopwords]
+
+
+def _uncovered(text: str, start: int, end: int, covered: list[tuple[int, int]]) -> list[str]:
+    """The parts of a word outside the synonym mentions in it: 奥洛他定 of 奥洛他定滴眼液, whose 滴眼液 is a concept of
+    its own (one character left over is no word)."""
+    pieces, at = [], start
+    for s, e in sorted(span for span in covered if span[0] < end and start < span[1]):
+        pieces.append(text[at:s])
+        at = max(at, e)
+    pieces.append(text[at:end])
+    whole = not any(s < end and start < e for s, e in covered)
+    return [p for p in pieces if p and (whole or len(p) >= MIN_LEFT_OVER)]
 
 
 def _drug_of(product: str) -> str:
@@ -337,14 +396,16 @@ def _mention_spans(text: str, term: str) -> list[tuple[int, int]]:
 
 
 # What else decides what the keyword index holds (bumped when it changes: 2 — reference-list lines are not indexed;
-# 3 — tokens in Simplified characters, clincite.text.script)
-INDEXING_RULES = 4
+# 3 — tokens in Simplified characters, clincite.text.script; 5 — the words of four characters or more inside a
+# longer word are tokens too)
+INDEXING_RULES = 5
 
 
 def _signature(lexicon_dir: Path, jieba_version: str) -> str:
     """What decides how text is cut: jieba's version and the lexicon files. An index cut another way (a KB indexed
     before an upgrade) no longer matches the questions: ingest rebuilds it when this differs from the index's."""
-    digest = hashlib.sha256(f"{jieba_version} {INDEXING_RULES}".encode())
+    # the dosage forms decide which drugs of the lexicon's product names become words (奥洛他定 of 奥洛他定滴眼液)
+    digest = hashlib.sha256(f"{jieba_version} {INDEXING_RULES} {'|'.join(DOSAGE_FORMS)}".encode())
     for path in sorted(lexicon_dir.glob("*.txt")) + sorted(lexicon_dir.glob("*.json")):
         digest.update(path.name.encode())
         digest.update(path.read_bytes())

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from clincite.ingest.loaders.base import LEAD_IN_ENDS, DocumentBuilder, LoadedDocument, SkipFile, clean_line
-from clincite.ingest.loaders.text import decode_text
+from clincite.ingest.loaders.text import decode_text, labelled_fields, write_fields
 
 TITLE_KEYS = ("title", "name", "标题", "名称", "题目", "疾病名称", "病名", "topic", "subject", "question", "问题")
 TITLE_CHARS = 60  # a longer value is text, not a name
@@ -153,7 +153,7 @@ def _write(builder: DocumentBuilder, value: Any, level: int, skip: str | None, k
     elif isinstance(value, list):
         _write_list(builder, value, level, skip, key, depth)
     elif _present(value):
-        _write_text(builder, _scalar(value), key)
+        _write_text(builder, _scalar(value), key, level)
 
 
 def _write_leaves(builder: DocumentBuilder, value: Any) -> None:
@@ -396,10 +396,14 @@ def _write_labelled(builder: DocumentBuilder, label: str, text: str) -> None:
         builder.list_items(lines)
 
 
-def _write_text(builder: DocumentBuilder, text: str, key: str) -> None:
-    """A value's lines: a lead-in ending in "：" keeps the lines after it as its list."""
+def _write_text(builder: DocumentBuilder, text: str, key: str, level: int = 2) -> None:
+    """A value's lines: a lead-in ending in "：" keeps the lines after it as its list; a text of labelled fields (a
+    drug handbook's monograph kept as one string) its fields under their labels."""
     lines = [line for line in text.split("\n") if line.strip()]
     if not lines:
+        return
+    if len(lines) >= 3 and (fields := labelled_fields(text)) is not None:
+        write_fields(builder, fields, level)
         return
     if len(lines) == 1 and key and _label(key) and len(lines[0]) <= SHORT_VALUE_CHARS:
         builder.paragraph(f"{_label(key)}：{lines[0]}")

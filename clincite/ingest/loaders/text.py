@@ -95,12 +95,24 @@ _MACHINE_NAME = re.compile(r"[_\d]|[a-z][A-Z]")
 _BLOCK_MARK = {"|", ">", "|-", ">-", "|+", ">+"}  # YAML: the value is on the lines that follow
 KEYED_SHARE = 0.6  # a text with this share of its lines keyed by program names is a key-value file …
 MIN_KEYED_LINES = 5  # … when it has at least this many
+# A text written as fields its labels name (a drug monograph's "适应证:…", "用法用量:…"; a form): the label heads its
+# field as a section's heading heads its text, and says what the field is about, which the field seldom repeats
+_FIELD_LINE = re.compile(r"^\s*([^\s：:，,。；;！？!?、（）()\[\]【】<>《》\d]{2,8})\s*[：:](?!//)\s*(.*)$")
+MIN_FIELDS = 3
+FIELD_SHARE = 0.5  # … at least this share of the text's lines (a name line before them aside) open with a label …
+DISTINCT_FIELDS = 0.8  # … and its labels do not repeat: a transcript's speakers do (病人：/医生：), a form's fields not
+SHORT_FIELD_CHARS = 40  # a field this short and no sentence stays one line "英文名：Lodoxamide"
 
 
 def plain_document(text: str, title: str) -> LoadedDocument:
     """A plain text: one paragraph per line, or per paragraph of wrapped lines; Chinese-numbered lines head
     sections. The file name stays the title (a text's first line is as often a notice's heading as its title)."""
     cleaned = clean_text(text)
+    fields = labelled_fields(cleaned)
+    if fields is not None:
+        builder = DocumentBuilder(title, title=title)
+        write_fields(builder, fields, level=2)
+        return builder.build()
     values = _values_of_keyed_lines(cleaned)
     lines = [_line(raw) for raw in (values or cleaned).split("\n")]
     lines = _with_stray_punctuation_joined([line for line in lines if not (line.text and PAGE_NUMBER.match(line.text))])
@@ -248,3 +260,56 @@ def _fragmented(lines: list[_Line]) -> bool:
 
 def _cjk_share(text: str) -> float:
     return sum(1 for c in text if "\u4e00" <= c <= "\u9fff") / max(len(text), 1)
+
+
+def labelled_fields(text: str) -> list[tuple[str, str, str]] | None:
+    """(label, value, line as written) of each field of a text written as fields its labels name ("适应证:过敏性眼病",
+    "用法用量:点眼：……"); a line without a label carries on the field before it, and lines before the first field
+    come with the label "". None for any other text: prose, a transcript (its speakers' labels repeat), a few
+    "注意：" lines in an article."""
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
+    matches = [_FIELD_LINE.match(line) for line in lines]
+    if matches and matches[0] is None:  # a name line ("洛度沙胺") before the fields
+        counted = matches[1:]
+    else:
+        counted = matches
+    labels = [m.group(1) for m in counted if m is not None]
+    if (
+        len(labels) < MIN_FIELDS
+        or len(labels) < FIELD_SHARE * len(counted)
+        or len(set(labels)) < DISTINCT_FIELDS * len(labels)
+    ):
+        return None
+    fields: list[tuple[str, list[str], str]] = []
+    for line, match in zip(lines, matches):
+        if match is not None:
+            fields.append((match.group(1), [match.group(2).strip()], line))
+        elif fields:
+            fields[-1][1].append(line)
+        else:
+            fields.append(("", [line], line))
+    return [(label, "\n".join(part for part in value if part), line) for label, value, line in fields]
+
+
+def write_fields(builder: DocumentBuilder, fields: list[tuple[str, str, str]], level: int) -> None:
+    """Each long field a section headed by its label; a short one its line as written ("IOP: 15 mmHg") under none
+    of them. An opening line that is the document's title again is said once."""
+    headed = False
+    for label, value, line in fields:
+        if not value:
+            continue
+        if not label:
+            for said in value.split("\n"):
+                if clean_line(said) != builder.title:
+                    builder.paragraph(said)
+            continue
+        if len(value) <= SHORT_FIELD_CHARS and "\n" not in value and not re.search(r"[。！？；]", value):
+            if headed:
+                builder.close_headings(level)
+                headed = False
+            builder.paragraph(line)
+            continue
+        builder.heading(level, label)
+        headed = True
+        for said in value.split("\n"):
+            builder.paragraph(said)
