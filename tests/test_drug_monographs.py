@@ -38,7 +38,7 @@ LODOXAMIDE = "\n".join(
         "英文名:Lodoxamide",
         "适应证:春季角结膜炎等过敏性眼病。",
         "禁忌证:1.对本品过敏者禁用。2.妊娠及哺乳妇女禁用。",
-        "注意事项:本品含苯扎氯铵，滴药时应取下软性接触镜，滴药后至少15分钟再戴。",
+        "注意事项:1.本品仅供滴眼，不可注射。2.滴眼液含苯扎氯铵，滴药时应取下软性接触镜，滴药后至少15分钟再戴。",
         "用法用量:点眼：成人及4岁以上儿童每天4次，每次1～2滴。",
     ]
 )
@@ -200,3 +200,13 @@ async def test_who_is_asked_of_in_the_same_message_stays_on_its_drug(tmp_path: P
     assert "每天2次" in conclusion(result.answer) and "支气管哮喘" in conclusion(result.answer), result.answer
     result = await service.ask("卡替洛尔滴眼液一天点几次？有哮喘的人能用吗？")
     assert "未找到" in tldr(result.answer) and not result.citations, result.answer
+
+
+async def test_an_item_s_number_is_no_count_and_the_second_question_stays_on_the_drug(tmp_path: Path):
+    """ "2.滴眼液含…" is item 2, not "2滴"; "每次滴几滴？" after "洛度沙胺滴眼液一天滴几次？" asks of 洛度沙胺 (which jieba
+    cuts into two words it does not know), not of 色甘酸钠's drops."""
+    service = library_of_monographs(tmp_path)
+    result = await service.ask("洛度沙胺滴眼液一天滴几次？每次滴几滴？")
+    summary = tldr(result.answer)
+    assert "每天4次" in summary and "接触镜" not in summary, result.answer
+    assert {Path(c.source).stem for c in result.citations} == {"洛度沙胺"}, result.citations

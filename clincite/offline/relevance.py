@@ -418,9 +418,15 @@ def _carried_decisive(terms: list[Weighted]) -> list[Weighted]:
         if w.term.context
         and len(w.term.text) >= 2
         and not w.common
-        and (_names_what_is_asked(w.term, lex) or (w.unseen and get_tokenizer().is_noun(w.term.text)))
+        and (_names_what_is_asked(w.term, lex) or (w.unseen and get_tokenizer().is_noun(w.term.text)) or _coined(w))
     ]  # a subject the library never names (红烧肉怎么做？要不要先焯水？) is not found by the question after it either
     return [max(carried, key=lambda w: w.weight)] if carried else []
+
+
+def _coined(weighted: Weighted) -> bool:
+    """A word no dictionary has, which the library writes (洛度 of 洛度沙胺, as jieba cuts the drug): a name's piece."""
+    word = weighted.term.text
+    return not weighted.unseen and bool(_HAN.fullmatch(word)) and not get_tokenizer().knows(word)
 
 
 def _names_what_is_asked(term: Term, lex: Lexicon) -> bool:
@@ -1582,6 +1588,7 @@ def _answers_number(ask: Ask, text: str, about: str, decisive: list[Weighted], l
 
 def _number_of_kind(ask: Ask, text: str, lex: Lexicon) -> bool:
     text = _CALENDAR_DATE.sub(" ", text)  # 《指南（2024年版）》、2023年5月: a date, never how long or how many
+    text = _ENUMERATED.sub("", text)  # "2.滴眼液中含有…": an item's number is no count of 滴
     if ask.quantity == RATIO_KIND and _RATIO.search(text):
         return True  # "1:1 到 4:1" gives a 比例 as much as "20%" does
     units = lex.quantities.get(ask.quantity, (None, None))[1]
