@@ -147,6 +147,7 @@ async def test_the_dose_of_an_eye_drop_is_answered_from_its_own_monograph(tmp_pa
     service = library_of_monographs(tmp_path)
     result = await service.ask("奥洛他定滴眼液一天点几次，每次几滴？")
     assert "每天2次" in tldr(result.answer), result.answer
+    assert "来源：《奥洛他定》" in result.answer  # cited by its name, as a clinician says it, not "奥洛他定.json"
     assert result.citations and {Path(c.source).stem for c in result.citations} == {"奥洛他定"}, result.citations
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 CitedName = Literal["auto", "file", "title"]
-SUFFIXES = {".md", ".markdown", ".txt", ".text", ".pdf", ".docx", ".html", ".htm"}
+SUFFIXES = {".md", ".markdown", ".txt", ".text", ".pdf", ".docx", ".html", ".htm", ".json", ".jsonl"}
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 # A "word": three or more Latin letters with a vowel ("guideline", "scan", "myopia"); "kp", "xq", "a3f9" are not.
 _WORD = re.compile(r"[A-Za-z]*[aeiouyAEIOUY][A-Za-z]*")
@@ -77,4 +77,4 @@ def source_names(source: str, title: str | None = None) -> set[str]:
 def strip_source_name(name: str) -> str:
     """《低浓度阿托品临床应用指南（演示）.md》 and 《低浓度阿托品临床应用指南（演示）》 name the same source."""
     name = nested(name.strip())
-    return re.sub(r"\.(md|markdown|txt|text|pdf|docx|html?)$", "", name, flags=re.I)
+    return re.sub(r"\.(md|markdown|txt|text|pdf|docx|html?|jsonl?)$", "", name, flags=re.I)
