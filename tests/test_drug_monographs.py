@@ -204,8 +204,8 @@ async def test_who_is_asked_of_in_the_same_message_stays_on_its_drug(tmp_path: P
 
 
 async def test_an_item_s_number_is_no_count_and_the_second_question_stays_on_the_drug(tmp_path: Path):
-    """ "2.滴眼液含…" is item 2, not "2滴"; "每次滴几滴？" after "洛度沙胺滴眼液一天滴几次？" asks of 洛度沙胺 (which jieba
-    cuts into two words it does not know), not of 色甘酸钠's drops."""
+    """ "2.滴眼液含…" is item 2, not "2滴"; "每次滴几滴？" after "洛度沙胺滴眼液一天滴几次？" asks of 洛度沙胺
+    (which jieba cuts into two words it does not know), not of 色甘酸钠's drops."""
     service = library_of_monographs(tmp_path)
     result = await service.ask("洛度沙胺滴眼液一天滴几次？每次滴几滴？")
     summary = tldr(result.answer)
