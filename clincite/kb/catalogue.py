@@ -217,7 +217,13 @@ class Catalogue:
                 raise
 
     def close(self) -> None:
-        self.engine.dispose()
+        """A read still running on another thread (a judge the pipeline no longer waits for) finishes first: SQLite's
+        one connection closed under it crashed the process."""
+        if self.shared:
+            self.engine.dispose()
+            return
+        with self._lock:
+            self.engine.dispose()
 
     # --- reads ---
     @property
