@@ -59,6 +59,7 @@ from clincite.core.settings import load_settings  # noqa: E402
 from clincite.core.shapes import ChatTurn, QueryResult  # noqa: E402
 from clincite.question.service import TwoStageQueryService  # noqa: E402
 from clincite.retrieval.search import HybridSearcher  # noqa: E402
+from clincite.text.script import fold as simplified  # noqa: E402
 
 DEFAULT_CASES = ROOT / "bench" / "answer_cases.json"
 DEFAULT_DOCS = ROOT / "sample_kb"
@@ -146,15 +147,15 @@ def lead(answer: str) -> tuple[str, str]:
 
 
 def contains(text: str, phrases: list[list[str]]) -> bool:
-    """Any alternative of any phrase, compared as a reader would: case, full-width forms (６小时 is 6小时) and spaces
-    aside."""
+    """Any alternative of any phrase, compared as a reader would: case, full-width forms (６小时 is 6小时), spaces and
+    the script (翼狀胬肉 is 翼状胬肉) aside."""
     folded = _fold(text)
     return any(_fold(alt) in folded for phrase in phrases for alt in phrase)
 
 
 def _fold(text: str) -> str:
     # Spaces aside too: a PDF's "5 岁" is the same words as "5岁" (loaders join letter-spaced lines)
-    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text).casefold())
+    return re.sub(r"\s+", "", simplified(unicodedata.normalize("NFKC", text)).casefold())
 
 
 def abstained(result: QueryResult) -> bool:
@@ -173,8 +174,9 @@ def bad_tldr(tldr: str) -> bool:
         return True
     if " | " in text and "：" not in text and not re.search(r"\d", text):  # 列名 | 列名: a table's header row
         return True
-    # A short line without an ending or a "label：value" colon: a heading.
-    return len(text) < 16 and text[-1] not in "。！？!?.；;）)”%" and "：" not in text
+    # A short line without an ending or a "label：value" colon: a heading — not a list's items joined by "；"
+    # ("局部抗组胺药；肥大细胞稳定剂"), which no heading is
+    return len(text) < 16 and text[-1] not in "。！？!?.；;）)”%" and "：" not in text and "；" not in text
 
 
 def coverage_status(result: QueryResult) -> str | None:
@@ -187,7 +189,9 @@ def score_case(case: dict, result: QueryResult, files: dict[str, str] | None = N
     _, said = lead(result.answer)
     files = files or {}
     cited = [files.get(c.source, doc_key(c.source)) in case["docs"] for c in result.citations]
-    searched = " ".join(q.text for q in [*result.sub_queries, *result.stage2_queries])
+    # q0 (the question as searched, a follow-up with its subject) is searched too: on the fast path it is the only one
+    asked = [*result.sub_queries, *result.stage2_queries, *(a.sub_query for a in result.analyses)]
+    searched = " ".join(q.text for q in asked)
     row = {
         "question": case["question"],
         "answerable": case["answerable"],

@@ -90,3 +90,42 @@ def test_a_bad_cases_file_is_refused_with_its_reason(tmp_path):
         timeout=120,
     )
     assert out.returncode == 2 and "缺少 docs 或 phrases" in out.stderr
+
+
+def test_a_follow_up_on_the_fast_path_is_resolved_by_the_question_it_searched():
+    """The fast path searches the question itself (q0, with the subject a follow-up carries) and nothing else: a
+    follow-up answered there is resolved when q0 names the topic, whichever script the case writes it in."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from eval_answers import score_case
+
+    from clincite.core.shapes import Citation, QueryResult, SubQuery, SubQueryAnalysis
+
+    case = {
+        "question": "那长到多大会影响视力？",
+        "history": ["翼状胬肉是怎么回事？"],
+        "docs": ["翼状胬肉（测试）"],
+        "phrases": [["胬肉過大"]],
+        "answerable": True,
+        "topic": [["翼狀胬肉"]],
+    }
+    searched = SubQuery(id="q0", text="翼状胬肉 长到 多大 影响 视力")
+    answer = "**TL;DR：** 胬肉過大（>3mm）而影響視功能【1】"
+    quoted = Citation(number=1, source="翼状胬肉（测试）.md", quote="胬肉過大（>3mm）而影響視功能", verified=True)
+    result = QueryResult(
+        question=case["question"],
+        mode="offline",
+        sub_queries=[],
+        analyses=[SubQueryAnalysis(sub_query=searched, sub_answer="", extracts=[], confidence="high")],
+        sufficiency=None,
+        stage2_queries=[],
+        answer=answer,
+        citations=[quoted],
+        timings={},
+        usage={},
+    )
+    row = score_case(case, result)
+    assert row["answer_hit"] and row["resolved"]
+    wrong = result.model_copy(
+        update={"analyses": [result.analyses[0].model_copy(update={"sub_query": SubQuery(id="q0", text="视力")})]}
+    )
+    assert not score_case(case, wrong)["resolved"]
