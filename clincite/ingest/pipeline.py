@@ -61,9 +61,11 @@ VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole
 # before, a run of them lost its text from every passage; 15: a question bank's item (question, options, answer,
 # explanation) reads as an exam paper prints it, and a cell's written-out line breaks ("A 角膜\\nB 巩膜") break; 16: a
 # chat record or an instruction-tuning pair reads as its question, a heading, over its answer; 17: a text of labelled
-# fields — a drug monograph's "适应证:…", as a file or a record's one string — heads each field by its label):
-# the next ingest of an existing KB reads every file again, so an upgrade's better reading reaches the documents.
-READER_VERSION = 17
+# fields — a drug monograph's "适应证:…", as a file or a record's one string — heads each field by its label; 18: in a
+# Markdown outline — study notes, a mind map — a list item that is a label heads its sub-items as a heading would,
+# and a comparison grid with an empty corner cell labels each row): the next ingest of an existing KB reads every
+# file again, so an upgrade's better reading reaches the documents.
+READER_VERSION = 18
 READER_KEY = "reader_version"
 
 Status = Literal["added", "updated", "unchanged", "skipped", "removed", "would-remove"]

@@ -47,6 +47,8 @@ JUDGING_CUES = ("安全",)  # with a number asked, these judge it ("几个小时
 SITUATION_ASKS = {"原因", "处理", "目的"}  # why / what to do: a 几 or 多少 beside them describes, it does not ask
 # "布洛芬这类NSAIDs", "阿托品这种药": the word before names one of the kind the word after names
 INSTANCE_MARKERS = {"这类", "此类", "这种", "之类", "这样", "一类"}
+INDICATING = {"提示", "预示", "意味着", "说明", "代表"}  # with 什么/哪里 after them they ask what a sign points to
+_WHAT = re.compile(r"(?:什么|哪|啥|何)")
 OBJECT_VERBS = {"预防", "避免", "防范"}  # with an object after them they ask about an effect, not for precautions
 SWITCH_WORDS = {"那", "那么", "还有", "另外"}
 ANOTHER_QUESTION = ("另外", "还有", "顺便")
@@ -345,6 +347,8 @@ def analyse(
     _mark_modifiers(ask)
     _mark_scene(ask, lex)
     _mark_purpose(ask)
+    _mark_felt_after_use(ask, lex)
+    _mark_nature_asked(ask, lex)
     _negation_told(ask, lex)
     _mark_described(ask, lex)
     _mark_adverbs(ask, lex)
@@ -557,6 +561,43 @@ def _mark_purpose(ask: Ask) -> None:
                 term.purpose = True
             elif _HAS_GOT.search(before) and any(ask.names_drug(o) for o in ask.terms if o is not term):
                 term.purpose = True  # "孕妇得了过敏性结膜炎，能用依匹斯汀眼药水吗？": what the drug would be for
+
+
+def _mark_felt_after_use(ask: Ask, lex: Lexicon) -> None:
+    """ "那点完眼睛可能会有啥不舒服？", "吃了这个药会难受吗？": what one may feel after using a medicine is its adverse
+    reactions, however the asker words the feeling and the use; the drug named is kept (用了阿托品以后有什么不适)."""
+    found = _FELT_AFTER_USE.search(ask.resolved)
+    if found is None or "不良反应" not in lex.aspects:
+        return
+    # "点完眼睛…不舒服": the feeling is no word a monograph writes; the use (点完眼睛) only ranks what is said of it
+    ask.terms = [t for t in ask.terms if t.text not in found.group("felt")]
+    for term in ask.terms:
+        if term.text in found.group(0) and not (term.entity or term.inherited or term.context or ask.names_drug(term)):
+            term.scene = True
+    _add_cue(ask, "不良反应", lex)
+
+
+def _mark_nature_asked(ask: Ask, lex: Lexicon) -> None:
+    """ "医生说是霰粒肿，这是细菌感染吗？", "是不是病毒感染引起的？": whether a condition is an infection asks what
+    causes it, not the risk of one (the 感染 of "做完会感染吗")."""
+    if "原因" not in lex.aspects or not _IS_IT_INFECTION.search(ask.resolved):
+        return
+    risk = lex.aspect_of("感染")
+    if risk in ask.aspects and not any(lex.aspect_of(c) == risk for c in ask.cues if c != "感染"):
+        ask.aspects.remove(risk)
+    _add_cue(ask, "病因", lex)
+
+
+_IS_IT_INFECTION = re.compile(
+    r"(?:是|属于|算)(?:不是)?[^，,；;。？?！!]{0,6}感染(?:引起|导致|造成)?的?(?:吗|么|嘛|呢|$)"
+)
+
+
+# a medicine's verbs (not 戴、做: "戴完OK镜眼睛不舒服" is a symptom to explain, not a drug's adverse reaction)
+_FELT_AFTER_USE = re.compile(
+    r"(?:用|点|滴|吃|服|涂|抹|喷|打)(?:完|了|上|过)?[^，,；;。？?！!]{0,6}?(?:完|以后|之后|后|了)"
+    r"[^，,；;。？?！!]{0,8}?(?P<felt>不舒服|难受|不适|反应)"
+)
 
 
 _FOR_USE = re.compile(r"(?:治疗|治|用于|用来|用在|对付|缓解)[^，,；;。？?！!]{0,2}$")
@@ -926,6 +967,9 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
             continue
         if token in DEGREE_ADVERBS and index + 1 < len(tokens) and get_tokenizer().is_adjective(tokens[index + 1]):
             continue  # "几岁做比较好": 比较 says how good, it compares nothing
+        if token in INDICATING and _WHAT.match("".join(tokens[index + 1 : index + 3])) and "原因" in lex.aspects:
+            _add_cue(ask, "原因", lex)  # "双眼颞侧偏盲一般提示哪里出了问题": what lies behind a sign, not its signs
+            continue
         if token in lex.ask_cues and not _verb_with_object(token, tokens[index + 1 : index + 2], lex):
             _add_cue(ask, token, lex)
             continue

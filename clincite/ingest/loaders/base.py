@@ -135,7 +135,16 @@ def table_lines(rows: list[list[str]]) -> list[str]:
     width = max(len(r) for r in rows)
     rows = [r + [""] * (width - len(r)) for r in rows]
     header = rows[0]
-    has_header = width > 1 and len(rows) > 1 and all(header) and len(set(header)) == len(header)
+    if width > 2 and len(rows) > 1 and not _CORNER.sub("", header[0]) and _named_columns(header[1:]):
+        # A comparison grid: its corner empty (or "\\"), a name over each column and a label before each row —
+        # "诱因 | 细菌性角膜炎：外伤、异物 | 真菌性角膜炎：植物性外伤" keeps both what a value is and whose
+        lines = [" | ".join(header[1:])]
+        for label, *values in rows[1:]:
+            cells = [f"{name}：{value}" for name, value in zip(header[1:], values) if value]
+            if cells:
+                lines.append(" | ".join([label, *cells] if label else cells))
+        return lines
+    has_header = width > 1 and len(rows) > 1 and _named_columns(header)
     if not has_header:
         return [" | ".join(c for c in row if c) for row in rows]
     lines = [" | ".join(header)]
@@ -144,6 +153,13 @@ def table_lines(rows: list[list[str]]) -> list[str]:
         if cells:
             lines.append(" | ".join(cells))
     return lines
+
+
+_CORNER = re.compile(r"[\s\\/|—–_-]+")  # what a grid's corner cell holds when it names nothing
+
+
+def _named_columns(header: list[str]) -> bool:
+    return all(header) and len(set(header)) == len(header)
 
 
 @dataclass

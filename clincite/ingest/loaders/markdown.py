@@ -5,8 +5,10 @@
 Parsed with markdown-it-py (MIT; CommonMark plus GFM tables), then written through `DocumentBuilder` like every
 other format, so the stored text is what a clinician reads, not Markdown source: a heading is its own line ("禁忌证",
 not "## 禁忌证"), a list item is one line without its bullet, `**粗体**` is 粗体, a link is its text, an image or an
-HTML comment is nothing, a table row is "列名：值 | 列名：值". Raw HTML blocks (a blog post exported with its page,
-"<h2>…</h2><p>…</p>") are read as a web page's body is: their headings, paragraphs and tables, no tags or styles.
+HTML comment is nothing, a table row is "列名：值 | 列名：值". In an outline (a list whose items have lists of their
+own: study notes, mind maps) an item that is a label heads its sub-items as a heading would ("圆锥角膜" › "症状" ›
+"青春期前后视力下降"): the nesting is what says whose 症状 a line is. Raw HTML blocks (a blog post exported with its
+page, "<h2>…</h2><p>…</p>") are read as a web page's body is: their headings, paragraphs and tables, no tags or styles.
 The verbatim check and the passage highlight then work on the same text the quote was taken from.
 
 Front matter is metadata, never passage text: YAML (`---`), TOML (`+++`) and Nikola's HTML-comment block
@@ -18,8 +20,16 @@ from __future__ import annotations
 import logging
 import re
 import tomllib
+from dataclasses import dataclass, field
 
-from clincite.ingest.loaders.base import DocumentBuilder, LoadedDocument, clean_line
+from clincite.ingest.loaders.base import (
+    LEAD_IN_ENDS,
+    DocumentBuilder,
+    LoadedDocument,
+    clean_line,
+    reads_as_sentence,
+    table_lines,
+)
 from clincite.ingest.loaders.webpage import BodyText
 
 log = logging.getLogger("clincite.loaders.markdown")
@@ -32,6 +42,7 @@ _NIKOLA_FIELD = re.compile(r"^[ \t]*\.\.[ \t]+([A-Za-z_][\w-]*)[ \t]*:[ \t]*(.*?
 # Pelican / MultiMarkdown: "Title: …" lines at the very top, ended by a blank line.
 _KEY_VALUE_BLOCK = re.compile(r"\A((?:[A-Za-z][\w-]*[ \t]*:[^\n]*\n)+)\n")
 TITLE_KEYS = ("title", "标题", "name")
+LABEL_WITH_COLON_CHARS = 8  # "临床表现：" labels its sub-items; a longer line ending in "：" leads into its list
 
 
 def split_front_matter(text: str) -> tuple[dict[str, str], str]:
@@ -108,13 +119,32 @@ def load_markdown(text: str, fallback_title: str) -> LoadedDocument:
     return builder.build()
 
 
+@dataclass
+class _Item:
+    """A list item as written: its paragraphs, then what is nested in it (items, or a table as `rows`)."""
+
+    lines: list[str] = field(default_factory=list)
+    children: list[_Item] = field(default_factory=list)
+    rows: list[list[str]] | None = None
+
+    def heads(self) -> bool:
+        """A label over a list of its own ("症状", "房水循环"), not a sentence that happens to have sub-items nor a
+        lead-in read with its list ("出现以下情况应尽快就诊：")."""
+        if len(self.lines) != 1 or not any(c.lines or c.rows for c in self.children):
+            return False
+        line = clean_line(self.lines[0])
+        lead_in = line.endswith(LEAD_IN_ENDS) and len(line) > LABEL_WITH_COLON_CHARS
+        return not lead_in and not reads_as_sentence(line)
+
+
 class _Writer:
     """Walks markdown-it's block tokens into the builder: one call per heading, paragraph, list and table."""
 
     def __init__(self, builder: DocumentBuilder):
         self.builder = builder
         self.list_depth = 0
-        self.items: list[str] = []
+        self.outline: list[_Item] = []  # the items of the list being read, top level
+        self.open_items: list[_Item] = []
         self.table: list[list[str]] | None = None
         self.heading_level = 0
         self.html: BodyText | None = None  # one parser for all the HTML blocks: a <head> or <style> spans several
@@ -145,11 +175,44 @@ class _Writer:
 
     def _bullet_list_close(self, token) -> None:
         self.list_depth -= 1
-        if self.list_depth == 0 and self.items:
-            self.builder.list_items(self.items)
-            self.items = []
+        if self.list_depth == 0 and self.outline:
+            base = self.builder.path[-1][0] if self.builder.path else 1
+            self._write_items(self.outline, base + 1)
+            self.outline = []
 
     _ordered_list_close = _bullet_list_close
+
+    def _list_item_open(self, token) -> None:
+        item = _Item()
+        (self.open_items[-1].children if self.open_items else self.outline).append(item)
+        self.open_items.append(item)
+
+    def _list_item_close(self, token) -> None:
+        self.open_items.pop()
+
+    def _write_items(self, items: list[_Item], level: int) -> None:
+        """Items that head a list of their own become headings at `level` over it; the rest are lines of a list."""
+        lines: list[str] = []
+        for item in items:
+            if item.rows is not None or item.heads():
+                if lines:
+                    self.builder.list_items(lines)
+                    lines = []
+                if item.rows is not None:
+                    self.builder.table(item.rows)
+                    continue
+                self.builder.heading(level, item.lines[0])
+                self._write_items(item.children, level + 1)
+                self.builder.close_headings(level)  # the item's siblings are under its parent again
+            elif _outlined(item.children):
+                # "眼球：正常直径 23 - 24 mm" says something itself: a line, and its outline goes on under it
+                self.builder.list_items([*lines, *item.lines])
+                lines = []
+                self._write_items(item.children, level)
+            else:
+                lines += _flat_lines(item)
+        if lines:
+            self.builder.list_items(lines)
 
     def _table_open(self, token) -> None:
         self.table = []
@@ -159,7 +222,9 @@ class _Writer:
             self.table.append([])
 
     def _table_close(self, token) -> None:
-        if self.table:
+        if self.table and self.open_items:
+            self.open_items[-1].children.append(_Item(rows=self.table))  # in its place among the items
+        elif self.table:
             self.builder.table(self.table)
         self.table = None
 
@@ -179,11 +244,22 @@ class _Writer:
             self._text(text)
 
     def _text(self, text: str) -> None:
-        if self.list_depth:
+        if self.open_items:
             if text.strip():
-                self.items.append(text)
+                self.open_items[-1].lines.append(text)
         else:
             self.builder.paragraph(text)
+
+
+def _outlined(items: list[_Item]) -> bool:
+    return any(item.rows is not None or item.heads() or _outlined(item.children) for item in items)
+
+
+def _flat_lines(item: _Item) -> list[str]:
+    """An item and everything nested in it, one line each, in reading order (a table nested in it as its rows)."""
+    if item.rows is not None:
+        return table_lines(item.rows)
+    return [*item.lines, *(line for child in item.children for line in _flat_lines(child))]
 
 
 def inline_text(token) -> str:
