@@ -149,3 +149,19 @@ async def test_how_one_may_feel_after_using_a_drop_asks_its_adverse_reactions(tm
     ]
     result = await service.ask("那点完眼睛可能会有啥不舒服？", turns)
     assert "烧灼感" in tldr(result.answer) + conclusion(result.answer), result.answer
+
+
+async def test_which_treatment_comes_first_is_asked_of_a_text_that_never_says_first_choice(tmp_path: Path):
+    squint = """# 儿童斜视（演示笔记）
+
+## 调节性内斜视
+多在1～3岁出现，与未矫正的远视有关。
+配戴足矫远视的眼镜往往就能使眼位变正，这通常是第一步。
+
+## 婴儿型内斜视
+出生后6个月内出现，斜视角大，多需手术矫正。
+"""
+    service = library(tmp_path, {"儿童斜视.md": squint, "角膜病.md": CORNEA_NOTES, "眼睑病.md": EYELID_NOTES})
+    result = await service.ask("调节性内斜视一般几岁出现，首选怎么处理？")  # 首选 is in no text: it never decides
+    said = tldr(result.answer) + conclusion(result.answer)
+    assert "1～3岁出现" in said and "配戴足矫远视的眼镜" in said, result.answer

@@ -38,6 +38,8 @@ MAX_DECISIVE = 2
 SCARCE_SHARE = 0.02  # a population the library names this seldom is one it seldom writes for
 TOPIC_SHARE = 0.3  # a term in this share of the KB's passages or more is what the library is about: never decisive
 DECIDING_RARITY = NAMING_RARITY  # a word rare enough to name a subject (questions.py) may decide
+# "首选怎么处理", "一线用什么药": which option comes first, which a text says its own way (通常是第一步、往往能解决)
+PREFERENCE_WORDS = {"首选", "一线", "首选治疗", "一线治疗", "优先", "首先"}
 STAGE_ENDINGS = ("期", "后", "前")  # a time word ending so names a stage (术后、早期、产前), not the asker's moment
 UNSEEN_DECIDING_RARITY = 9.5  # … or, for a word this library never uses (品牌 in a library without brands), this
 DECISIVE_SHARE = 0.6  # a term weighing this share of the heaviest one is decisive: some passage must contain it
@@ -721,7 +723,11 @@ def _passage(
     # A one-character spoken verb the library never writes as a word (掉 of "视力掉到多少") ranks no passage: where
     # a text has the character it is mostly inside another word (拔掉); nor does a measure it never names (浓度 of
     # "它的浓度是多少" where the text gives "0.05%")
-    ranked = [w for w in terms if not (w.unseen and (_colloquial_verb(w.term) or w.term.text in MEASURED))] or terms
+    ranked = [
+        w
+        for w in terms
+        if not (w.unseen and (_colloquial_verb(w.term) or w.term.text in MEASURED or w.term.text in PREFERENCE_WORDS))
+    ] or terms
     coverage = _coverage(ranked, scope, headings)
     # The asker's own figures (8岁, 0.3mm) and scene (天天对着电脑上班) rank a passage that has them, but one without
     # them may still answer; a percentage names what is asked of (0.01%还是0.05%的阿托品)
@@ -733,6 +739,7 @@ def _passage(
             w.term.scene
             or _askers_figure(ask, w.term.text)
             or (w.unseen and (_colloquial_verb(w.term) or w.term.text in MEASURED))
+            or w.term.text in PREFERENCE_WORDS
         )
     ] or terms
     if _coverage(worded, scope, headings) < COVERAGE_FLOOR or not _covers_decisive(
@@ -981,6 +988,8 @@ def _may_decide(weighted: Weighted) -> bool:
     if term.generic and weighted.scarce and term.text in get_lexicon().populations:
         return True  # 儿童 in a library of adult pain guidelines: a passage not naming children is on adults
     if term.generic or term.context or term.purpose:  # 孩子、患者: the asker's word for whoever the text is about
+        return False
+    if term.text in PREFERENCE_WORDS:
         return False
     if term.text in MEASURED and weighted.unseen:
         return False  # "它的浓度是多少": a library that never writes 浓度 gives the figure as it is (0.05%)
