@@ -165,3 +165,18 @@ async def test_which_treatment_comes_first_is_asked_of_a_text_that_never_says_fi
     result = await service.ask("调节性内斜视一般几岁出现，首选怎么处理？")  # 首选 is in no text: it never decides
     said = tldr(result.answer) + conclusion(result.answer)
     assert "1～3岁出现" in said and "配戴足矫远视的眼镜" in said, result.answer
+
+
+async def test_a_list_of_sources_is_no_answer_whatever_its_heading_says(tmp_path: Path):
+    tips = """# 护眼小贴士（演示）
+
+## 户外活动
+每天户外活动2小时以上，有助于预防近视。
+
+## 参考来源
+1. 某眼科学会（演示）. "屏幕时间与儿童视力：家长手册." 2020.
+2. 某卫生部门（演示）. "儿童屏幕时间建议." 2021.
+"""
+    service = library(tmp_path, {"护眼小贴士.md": tips, "角膜病.md": CORNEA_NOTES, "眼睑病.md": EYELID_NOTES})
+    result = await service.ask("儿童屏幕时间建议是怎么说的？")
+    assert "家长手册" not in result.answer and "2021" not in tldr(result.answer), result.answer

@@ -173,7 +173,11 @@ _ROSTER_LINE = re.compile(
     r"(?:医院|大学|学院|中心|研究所|研究院|委员会|学会|协会|科学院)$"
 )
 _SEE_TABLE = re.compile(r"[见如]\s*附?表\s*(\d+)")
-_REFERENCES_HEADING = re.compile(r"^(?:参考文献|引用文献|文献|references?|bibliography)[:：]?$", re.I)
+_REFERENCES_HEADING = re.compile(
+    r"^(?:[一二三四五六七八九十\d]{1,3}\s*[、.．]\s*)?"  # "七、 参考文献"
+    r"(?:参考文献|引用文献|文献|参考来源|参考资料|资料来源|引用来源|参考书目|references?|bibliography|sources?)[:：]?$",
+    re.I,
+)
 _ENUMERATED = re.compile(
     r"^\s*(?:[\u2460-\u2473]|\d{1,2}\s*[.、．)）]|[（(]\d{1,2}[）)]|[一二三四五六七八九十]{1,2}[、.．]|[（(][一二三四五六七八九十]{1,2}[）)])"
 )
