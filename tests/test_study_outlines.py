@@ -138,6 +138,7 @@ async def test_a_row_of_a_grid_answers_for_the_column_asked(tmp_path: Path):
     service = outline_library(tmp_path)
     result = await service.ask("真菌性角膜炎的前房积脓有什么特点？")
     assert "真菌性角膜炎：黏稠，常无液平" in tldr(result.answer), result.answer
+    assert "植物性外伤" not in tldr(result.answer)  # the row asked, not the whole grid
 
 
 async def test_how_one_may_feel_after_using_a_drop_asks_its_adverse_reactions(tmp_path: Path):
@@ -180,3 +181,23 @@ async def test_a_list_of_sources_is_no_answer_whatever_its_heading_says(tmp_path
     service = library(tmp_path, {"护眼小贴士.md": tips, "角膜病.md": CORNEA_NOTES, "眼睑病.md": EYELID_NOTES})
     result = await service.ask("儿童屏幕时间建议是怎么说的？")
     assert "家长手册" not in result.answer and "2021" not in tldr(result.answer), result.answer
+
+
+async def test_two_parts_answered_by_two_rows_of_one_grid_get_each_its_row(tmp_path: Path):
+    redness = """# 结膜病（演示笔记）
+
+## 充血的鉴别
+1. 结膜充血与睫状充血
+
+    |          | 结膜充血     | 睫状充血                           |
+    |----------|--------------|------------------------------------|
+    | 颜色     | 鲜红         | 暗红                               |
+    | 部位     | 近穹窿部明显 | 近角膜缘明显                       |
+    | 临床意义 | 多见于结膜炎 | 多见于角膜炎、虹膜睫状体炎、急性青光眼 |
+"""
+    service = library(tmp_path, {"结膜病.md": redness, "角膜病.md": CORNEA_NOTES, "眼睑病.md": EYELID_NOTES})
+    result = await service.ask("睫状充血一般提示哪些病？和结膜充血颜色上有什么不同？")
+    said = tldr(result.answer)
+    assert "虹膜睫状体炎" in said and "暗红" in said, result.answer
+    assert "近穹窿部明显" not in said  # the rows asked, not the grid
+    assert result.answer.count("原文：") == 1  # one quote, cited once for both parts

@@ -48,9 +48,10 @@ class Item:
 def extractive_report(analyses: list[SubQueryAnalysis], gaps: list[str], notice: str = "") -> str:
     items = _items(analyses)
     tldr = _tldr(items) or "未找到可引用的原文。"
+    quoted = {i.number: i for i in reversed(items)}  # a quote two parts share is one source item, the first's
     evidence = [
         EvidenceItem(i.number, i.basis.title, i.basis.explanation, display_source(i.extract.source), i.extract.text)
-        for i in items
+        for i in sorted(quoted.values(), key=lambda i: i.number)
     ]
     return compose(tldr, _conclusion(items), gaps, evidence, notice)
 
@@ -92,12 +93,21 @@ def _items(analyses: list[SubQueryAnalysis]) -> list[Item]:
     own = [a for a in analyses if a.sub_query.id != "q0" and a.extracts]
     chosen = own or [a for a in analyses if a.extracts]
     items: list[Item] = []
+    numbers = 0
     for analysis in chosen:
         for extract in analysis.extracts[:PER_ANALYSIS]:
+            same = next((i for i in items if i.extract.text == extract.text), None)
+            basis = basis_of(extract, analysis)
+            if same is not None and extract.basis is not None and basis.lead and basis.lead != same.basis.lead:
+                # another part answered by another unit of the same passage (a table's other row): its own lead,
+                # the quote cited once
+                items.append(Item(same.number, analysis, extract, basis))
+                continue
             if any(extract.text in i.extract.text or i.extract.text in extract.text for i in items):
                 continue
-            items.append(Item(len(items) + 1, analysis, extract, basis_of(extract, analysis)))
-            if len(items) == MAX_ITEMS:
+            numbers += 1
+            items.append(Item(numbers, analysis, extract, basis))
+            if numbers == MAX_ITEMS:
                 return items
     return items
 
@@ -207,8 +217,9 @@ def _conclusion(items: list[Item]) -> list[str]:
     lines, by_title = [], {}
     for item in items:
         by_title.setdefault(item.basis.title, []).append(item)
+    shared = {i.number for i in items if sum(j.number == i.number for j in items) > 1}
     for title, group in by_title.items():
-        body = "".join(f"{one_line(_summary(i))}【{i.number}】" for i in group)
+        body = "".join(f"{one_line(_summary(i, i.number in shared))}【{i.number}】" for i in group)
         lines.append(f"- **{title}**：{body}")
     return lines
 
@@ -225,9 +236,15 @@ def one_line(text: str) -> str:
     return out
 
 
-def _summary(item: Item) -> str:
+def _summary(item: Item, shared: bool = False) -> str:
+    """`shared`: the quote answers another part too — each part is summed up by the unit the judge found answering it
+    (a table's row each), not both by the same one."""
     text = item.extract.text
-    return text if len(text) <= SUMMARY_CHARS else key_unit(text, item.analysis.sub_query.text) or text
+    if len(text) <= SUMMARY_CHARS:
+        return text
+    if shared and item.extract.basis is not None and item.basis.lead:
+        return _lead(item)
+    return key_unit(text, item.analysis.sub_query.text) or text
 
 
 def key_unit(text: str, query: str) -> str:

@@ -33,7 +33,8 @@ CLOSING_QUOTES = "”」』’"
 SHORT_QUOTE_CHARS = 16  # an emphasis or slogan in quotes is this short; a quoted speech is longer
 LEAD_IN_END = ("：", ":")
 CLAUSE_MARKS = "，、,；;：:"
-_ROW = re.compile(r"^[^|\n]{1,40}[：:][^\n]*?( \| [^|\n]{1,40}[：:])")  # 列名：值 | 列名：值
+# 列名：值 | 列名：值, or a comparison grid's "行名 | 列名：值 | 列名：值"
+_ROW = re.compile(r"^(?:[^|\n]{1,40}[：:][^\n]*?( \| [^|\n]{1,40}[：:])|[^|：:\n]{1,40} \| [^|\n]{1,40}[：:])")
 _HEADER = re.compile(r"^[^：:|\n]{1,40}( \| [^：:|\n]{1,40})+$")  # 列名 | 列名
 _BLOCK = re.compile(r"(?:[^\n]|\n(?![ \t]*\n))+")
 # What opens an enumerated item: ①, 1. / 1、 / 1）, （1） / (1), 一、, （一） / (一), A. / a）, a bullet
