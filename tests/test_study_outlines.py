@@ -201,3 +201,11 @@ async def test_two_parts_answered_by_two_rows_of_one_grid_get_each_its_row(tmp_p
     assert "虹膜睫状体炎" in said and "暗红" in said, result.answer
     assert "近穹窿部明显" not in said  # the rows asked, not the grid
     assert result.answer.count("原文：") == 1  # one quote, cited once for both parts
+
+
+def test_an_outline_nested_deeper_than_a_parser_reads_loses_no_line():
+    for depth in (30, 400):  # a mind map's export; a hostile file
+        outline = "".join("    " * level + f"- 第{level}层\n" for level in range(depth))
+        document = load_markdown("# 导图（演示）\n\n" + outline, "导图")
+        missing = [level for level in range(depth) if f"第{level}层" not in document.text]
+        assert not missing, (depth, missing[:5])

@@ -42,6 +42,8 @@ _NIKOLA_FIELD = re.compile(r"^[ \t]*\.\.[ \t]+([A-Za-z_][\w-]*)[ \t]*:[ \t]*(.*?
 # Pelican / MultiMarkdown: "Title: …" lines at the very top, ended by a blank line.
 _KEY_VALUE_BLOCK = re.compile(r"\A((?:[A-Za-z][\w-]*[ \t]*:[^\n]*\n)+)\n")
 TITLE_KEYS = ("title", "标题", "name")
+# markdown-it's default (20) drops every line of a list nested past ten levels, which a mind map's export reaches
+MAX_NESTING = 64
 LABEL_WITH_COLON_CHARS = 8  # "临床表现：" labels its sub-items; a longer line ending in "：" leads into its list
 
 
@@ -114,8 +116,15 @@ def load_markdown(text: str, fallback_title: str) -> LoadedDocument:
 
     metadata, body = split_front_matter(text)
     builder = DocumentBuilder(fallback_title, title=front_matter_title(metadata) or None, metadata=metadata)
-    parser = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
-    _Writer(builder).write(parser.parse(body))
+    parser = MarkdownIt("commonmark", {"html": True, "maxNesting": MAX_NESTING}).enable(["table", "strikethrough"])
+    tokens = parser.parse(body)
+    if tokens and max(token.level for token in tokens) >= MAX_NESTING - 1:
+        # markdown-it stops reading a block nested this deep and drops the rest: read every line as plain text
+        log.warning("Markdown nested %d levels deep or more: read as plain text so no line is lost", MAX_NESTING)
+        from clincite.ingest.loaders.text import plain_document
+
+        return plain_document(text, fallback_title)
+    _Writer(builder).write(tokens)
     return builder.build()
 
 
