@@ -30,7 +30,7 @@ from clincite.offline.lexicon import Lexicon, get_lexicon
 from clincite.offline.questions import MEASURED, NAMING_RARITY, Ask, Term, compound
 from clincite.text.choices import choice_items, explanation_after, key_of, stray_options
 from clincite.text.script import fold
-from clincite.text.tokenizer import get_tokenizer
+from clincite.text.tokenizer import DRUG_HEADS, get_tokenizer
 from clincite.text.units import Unit, is_reference, sentences, spaced_out, split_units
 
 COVERAGE_FLOOR = 0.55  # a passage must cover at least this share of the question's term weight
@@ -189,7 +189,7 @@ _DIGIT = re.compile(
     r"\d|(?<![数几])[一二三四五六七八九十两半]+\s*(?:个|次|天|日|周|星期|月|年|岁|小时|分钟|滴|mg|%|成|分之)"
 )
 # a drug's name as text writes it: a class or an agent (抗组胺药、鼻减充血剂、糖皮质激素、左氧氟沙星)
-_DRUG_HEADS = ("药", "剂", "激素", "霉素", "沙星", "洛尔", "地平", "单抗")
+_DRUG_HEADS = ("药", "剂", *DRUG_HEADS)
 _DRUG_FORMS = {"非处方药", "处方药", "眼药水", "中成药", "滴眼剂", "外用药", "口服药"}
 # "多少度算高度近视", "眼压多高属于…": the figure that draws a line is asked
 _ASKS_WHAT_COUNTS = re.compile(r"算|属于|叫做|才是|称为")
