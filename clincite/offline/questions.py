@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Protocol
 
@@ -49,6 +49,17 @@ SITUATION_ASKS = {"原因", "处理", "目的"}  # why / what to do: a 几 or �
 INSTANCE_MARKERS = {"这类", "此类", "这种", "之类", "这样", "一类"}
 INDICATING = {"提示", "预示", "意味着", "说明", "代表"}  # with 什么/哪里 after them they ask what a sign points to
 _WHAT = re.compile(r"(?:什么|哪|啥|何)")
+CAUSING = {"引起", "导致", "造成", "引发", "诱发"}  # after 什么/啥/怎么 they ask what caused it ("是啥引起的")
+CAUSE_WHAT = {"什么", "啥", "怎么", "咋", "哪些", "何"}
+CAUSE_BETWEEN = {"是", "会", "由", "能", "可能", "到底", "究竟"}  # "是由什么造成的": words between asker and verb
+GOT_VERBS = {"得", "来", "长"}  # "这是怎么得的", "怎么来的": how one came to have it
+_NOW_OR_LATER = r"(?:马上|立即|立刻|现在|尽早|尽快|当天|等一等|等一段|等到|一段时间|过段时间|过几天|以后再|之后再|稍后)"
+_WHEN_CHOICE = re.compile(rf"{_NOW_OR_LATER}[^，,。？?；;]*还是|还是[^，,。？?；;]*{_NOW_OR_LATER}")
+RATING_VERBS = {"定", "算", "评", "判", "属于", "定为", "评为", "算是", "属"}  # "定几级": which grade, asked of a case
+CLASSIFIERS = set("张个支瓶副盒片粒根条位件份本台")  # after 那/这/每/一 they count ("开的那张证明"): no word to find
+POINTING = set("那这哪每一两几")
+WITHIN = "内"  # "多长时间内有效": part of the time asked, not a word a text must have
+VALID = "有效"  # "…内有效", "有效期": how long something stays valid, not whether a treatment works (疗效)
 OBJECT_VERBS = {"预防", "避免", "防范"}  # with an object after them they ask about an effect, not for precautions
 SWITCH_WORDS = {"那", "那么", "还有", "另外"}
 ANOTHER_QUESTION = ("另外", "还有", "顺便")
@@ -122,6 +133,12 @@ TAG_QUESTION_CHARS = 3  # "对吗？" "是吗？" "真的吗？": a check on the
 _ASKS_WHICH = re.compile(r"哪|选|更|优先|比较")  # words that make "A或B" a choice between them
 _BRACKETED = re.compile(r"[（(][^（）()，,。？?]{1,24}[）)]")  # a second name the asker adds: 泪膜破裂时间（BUT）
 _ASKS_DRUGS = re.compile(r"(?:哪些|哪种|哪类|哪几种|什么|啥)(?:药|眼药)")
+# "最主要、最常见、哪一段最长": the degree a question asks for. Not 最近 (lately), 最后 (at last), 最初, 最终, 最好
+# (as advice: "最好在几岁做" asks when, and a text says 黄金期 as often as 最好).
+_SUPERLATIVE = re.compile(
+    r"最为?(主要|常见|多见|重要|严重|容易|易|危险|关键|有效|可能|多|少|长|短|薄|厚|大|小|高|低|早|快|慢)"
+)
+_ASKS_RULE = re.compile(r"(?:什么|哪些|啥|有没有)(?:具体)?(?:要求|规定)")
 _HOW_MUCH = re.compile(r"多(?:高|少|久|长|远|深|重|宽|厚|快)(?:[啊呀呢吗]?$|[，,？?])")
 _CLAUSE_END = re.compile(r"[，,；;。？?！!]")
 
@@ -165,6 +182,8 @@ class Ask:
     compared: list[list[Term]] = field(default_factory=list)  # "A和B": the noun phrases joined (生长痛 | 骨肉瘤)
     same_message: bool = False  # asked right after another question in the same message ("…？要多久才能适应？")
     drugs_asked: bool = False  # "吃哪些药会…", "用什么药": the answer names drugs (…药、…剂)
+    rule_asked: bool = False  # "对隐形眼镜有什么要求": what must or must not be done, as a rule says it
+    superlatives: list[str] = field(default_factory=list)  # "最主要的原因", "哪一段最长": the degree asked (主要, 长)
     setting: list[Term] = field(default_factory=list)  # the chat's last subject, for a question naming its own:
     # judged where a passage names it (加巴喷丁's dose for PHN, in a chat on PHN), never searched or shown
 
@@ -353,6 +372,8 @@ def analyse(
     _mark_described(ask, lex)
     _mark_adverbs(ask, lex)
     ask.drugs_asked = bool(_ASKS_DRUGS.search(text))
+    ask.superlatives = superlatives_of(text)
+    ask.rule_asked = bool(_ASKS_RULE.search(text))
     if not ask.aspects and not ask.quantity and _WHAT_IS.search(text) and "定义" in lex.aspects:
         ask.aspects = ["定义"]
     if not previous:
@@ -387,6 +408,7 @@ def analyse(
         before = analyse(previous[-1], previous[:-1], lex)
         ask.aspects, ask.cues, ask.follow_up = list(before.aspects), list(before.cues), True
         ask.quantity = ask.quantity or before.quantity
+        ask.terms += _asked_of_before(before, ask)
     else:
         before = analyse(previous[-1], previous[:-1], lex)
         context = _context_of(ask, before)
@@ -401,6 +423,38 @@ def analyse(
         else:
             ask.setting = context
     return ask
+
+
+def _counts_or_bounds(tokens: list[str], index: int, lex: Lexicon) -> bool:
+    """A classifier after a demonstrative or numeral ("那张", "这副"), or 内 closing the time asked ("多久内")."""
+    token, before = tokens[index], tokens[index - 1] if index else ""
+    if token in CLASSIFIERS and before in POINTING:
+        return True
+    if len(token) == 2 and token[0] in POINTING - {"一", "两", "几"} and token[1] in CLASSIFIERS:
+        return True  # jieba's 这张: a demonstrative with its classifier
+    return token == WITHIN and (before in lex.quantity_words or bool(_ASKS_NUMBER.match(before)))
+
+
+def _asks_validity(tokens: list[str], index: int, lex: Lexicon) -> bool:
+    """ "开出来以后多长时间内有效": 有效 within the time asked says how long a thing stays valid ("点多久有效" asks
+    when a treatment starts to work)."""
+    if index < 2 or tokens[index - 1] != WITHIN:
+        return False
+    return tokens[index - 2] in lex.quantity_words or bool(_ASKS_NUMBER.match(tokens[index - 2]))
+
+
+def _asks_what_caused(tokens: list[str], index: int) -> bool:
+    """ "是啥引起的", "由什么造成", "怎么得的": a verb of causing (or of coming to have) after a word asking what."""
+    token = tokens[index]
+    if token not in CAUSING and not (token in GOT_VERBS and tokens[index + 1 : index + 2] == ["的"]):
+        return False
+    before = [t for t in tokens[:index] if t not in CAUSE_BETWEEN]
+    return bool(before) and before[-1] in CAUSE_WHAT and (token in CAUSING or before[-1] in {"怎么", "咋"})
+
+
+def superlatives_of(text: str) -> list[str]:
+    """The degrees a question asks the most of ("最常见的并发症" → ["常见"])."""
+    return list(dict.fromkeys(m.group(1) for m in _SUPERLATIVE.finditer(text)))
 
 
 def _contrasted(ask: Ask, previous: list[str], lex: Lexicon) -> Ask | None:
@@ -928,7 +982,15 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
             skip = False
             continue
         lowered = token.lower()
-        if _ASKS_GRADES.match(token) or (token == "几" and tokens[index + 1 : index + 2] in (["级"], ["期"], ["型"])):
+        asks_grade = _ASKS_GRADES.match(token) or (
+            token == "几" and tokens[index + 1 : index + 2] in (["级"], ["期"], ["型"])
+        )
+        if token in RATING_VERBS and index + 1 < len(tokens) and tokens[index + 1].startswith("几"):
+            continue  # "定几级": the verb of rating, no word a text has
+        if asks_grade and index and tokens[index - 1] in RATING_VERBS:
+            skip = token == "几"  # "鉴定一般定几级": which grade this case is given, not how grades are divided
+            continue
+        if asks_grade:
             _add_cue(ask, "分级", lex)  # 分几级 / 分几期: how it is graded, a classification, not one number
             skip = token == "几"
             continue
@@ -970,7 +1032,13 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
         if token in INDICATING and _WHAT.match("".join(tokens[index + 1 : index + 3])) and "原因" in lex.aspects:
             _add_cue(ask, "原因", lex)  # "双眼颞侧偏盲一般提示哪里出了问题": what lies behind a sign, not its signs
             continue
-        if token in lex.ask_cues and not _verb_with_object(token, tokens[index + 1 : index + 2], lex):
+        if "原因" in lex.aspects and _asks_what_caused(tokens, index):
+            _add_cue(ask, "原因", lex)  # "眼睛长胬肉是啥引起的": the cause asked, not what 引起 does (会引起什么)
+            continue
+        if _counts_or_bounds(tokens, index, lex):
+            continue
+        validity = token == VALID and _asks_validity(tokens, index, lex)  # 有效 then is a word a text has
+        if token in lex.ask_cues and not validity and not _verb_with_object(token, tokens[index + 1 : index + 2], lex):
             _add_cue(ask, token, lex)
             continue
         if token in lex.function_words:  # 能不能 is a question word, not 不能 (禁忌证)
@@ -1001,6 +1069,11 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
     offers = [(t.either, t.text) for t in ask.terms if t.either]
     if offers and not any(a in subjects and b in subjects for a, b in offers):
         ask.joined = ask.choice = False  # "开着小夜灯或者大灯睡觉": either of two settings, not a choice of subjects
+    if ask.choice and _WHEN_CHOICE.search(ask.resolved):
+        # "受伤后马上就能做，还是要等一段时间": when to do it is asked, not how two things differ
+        ask.joined = ask.choice = False
+        ask.compared = []
+        ask.quantity = ask.quantity or "时间"
     if ask.choice and not ask.aspects:  # "散瞳验光用环喷托酯还是阿托品？" asks when each is the one to use
         _add_cue(ask, "比较", lex)
     return marker
@@ -1184,6 +1257,18 @@ def _add_cue(ask: Ask, cue: str, lex: Lexicon) -> None:
 def _abbreviation(word: str) -> bool:
     """A name in Latin letters (BLINK, LAMP, TSAb): a study, product or test the lexicon cannot list them all of."""
     return word.isascii() and sum(c.isalpha() for c in word) >= 2
+
+
+def _asked_of_before(before: Ask, ask: Ask) -> list[Term]:
+    """What the last question asked of its subject ("视力" of "考小车驾照，视力要达到多少？"), carried as context
+    into "要是考大客车呢？": the same question of a new subject, searched and weighed, never required."""
+    own = {t.text for t in ask.terms}
+    subjects = {t.text for t in before.subjects}
+    return [
+        replace(t, context=True)
+        for t in before.terms
+        if t.text not in subjects and t.text not in own and not (t.generic or t.scene or t.context or t.told)
+    ]
 
 
 def _asks_as_before(question: str, text: str, lex: Lexicon) -> bool:

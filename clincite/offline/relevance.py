@@ -82,6 +82,10 @@ ECHO_WEIGHT = 0.3  # how much an extract's restating the question's own words co
 # A number asked for ("眼压正常是多少"): the passage whose answering sentence gives one of the kind asked, of what
 # was asked, outranks one that is only more about the subject (the 高眼压症 record beside the 10～21mmHg of 青光眼)
 NUMBER_WEIGHT = 0.1
+SLOT_BONUS = 0.1  # "多长时间内有效" answered by "六个月内有效": the figure where the question left its gap
+RULE_BONUS = 0.1  # "有什么要求" answered by the sentence that says what must be done (必须、应当、不得), not a penalty
+SUPERLATIVE_BONUS = 0.1  # a unit saying "最常见" for "最常见的并发症是啥": the one of many the question singles out
+DEGREE_SYNONYMS = {"主要": ("首要",), "容易": ("易",), "易": ("容易",)}
 NUMBER_UNIT_SHARE = 0.8  # a unit giving the number asked stands in for the best one when it scores this near
 FOREIGN_SHARE = 0.3  # a unit with fewer Chinese characters than this among its words is in another language
 CHINESE_WORD_CHARS = 2
@@ -164,6 +168,42 @@ _POINTS_ELSEWHERE = re.compile(  # "参见第三题的答案。", "常用通便�
 )
 _NUMBER = re.compile(r"^[\d.%％]+$")
 _ASKS_WHAT_IS_NEEDED = re.compile(r"(?:需要|应该|应当|要|得|该)[^，,。？?]{0,6}?(?:多久|多长|多少|多大|几)")
+# The gap a question leaves for its number, and the words on either side of it ("要达到多少", "多长时间内有效")
+_SLOT = re.compile(
+    r"多长时间|多久|多长|多少[个天次年岁度]?|多大|多高|多远|几(?:个)?(?:小时|分钟|天|周|星期|个月|月|年|岁|次|滴|级)"
+)
+SLOT_WORDS_CHARS = 2  # the words beside a gap must say this much to place it
+SLOT_REACH = 10  # … and the figure stands this close to the words before the gap ("达到对数视力表4.9")
+SLOT_AFTER_CHARS = 6  # … or the words after the gap follow the figure this closely ("六个月内有效")
+_NOT_SLOT_WORDS = {
+    "每天",
+    "每日",
+    "每周",
+    "每月",
+    "每年",
+    "每次",
+    "一天",
+    "一周",
+    "平均",
+    "以后",
+    "之后",
+    "以前",
+    "之前",
+    "以上",
+    "以下",
+    "左右",
+    "一次",
+    "比较",
+    "合适",
+    "一般",
+    "大概",
+    "时间",
+    "需要",
+    "可以",
+    "才能",
+    "应该",
+}
+_RULE = re.compile(r"必须|应当|不得|禁止|须|应该")
 _NORMATIVE = re.compile(r"建议|推荐|应当|应该|应|宜|保证|至少|不少于|不超过|不宜超过")
 _HAN = re.compile(r"[\u4e00-\u9fff]+")
 _SAYS_SOMETHING = re.compile(r"[\d\u4e00-\u9fffA-Za-z]")
@@ -796,6 +836,8 @@ def _passage(
         lead = _asked_item(ask, hit.text, unit, decisive + _named_subjects(ask, part, terms), lex) or _with_context(
             hit.text, unit, units, [], forward=False, kinds=wants_list
         )
+    if ask.superlatives and unit.kind != "choice":
+        lead = _degree_said(ask, hit.text, unit, units, text) or lead
     written = f"{headings} {opening} {hit.text}"
     matched = [_as_written(w, written) for w in decisive if match(w, scope) == 1.0]
     about = _about(subjects, headings, text.lower())
@@ -811,6 +853,9 @@ def _passage(
         + NUMBER_WEIGHT * threshold
         + NUMBER_WEIGHT * drugs
         + ECHO_WEIGHT * _echo(ask.resolved, text)
+        + SUPERLATIVE_BONUS * any(_says_degree(text.lower(), degree) for degree in ask.superlatives)
+        + RULE_BONUS * (ask.rule_asked and bool(_RULE.search(unit.text(hit.text))))
+        + SLOT_BONUS * (bool(ask.quantity) and unit.kind != "choice" and _fills_slot(ask.resolved, text))
     )
     return Evidence(
         hit, text, path, aspect_named or "", score, by_heading, matched, unit.kind, about, lead if lead != text else ""
@@ -1338,6 +1383,10 @@ def _unit_score(
                 score += NORMATIVE_BONUS
     if (ask.many or set(part.aspects) & lex.list_aspects) and _enumerates(unit, text):
         score += 0.1
+    if ask.quantity and _fills_slot(ask.resolved, text):
+        score += SLOT_BONUS
+    if any(_says_degree(lowered, degree) for degree in ask.superlatives):
+        score += SUPERLATIVE_BONUS
     stripped = text.rstrip()
     if stripped.endswith(("：", ":")):  # a lead-in whose list is not in this passage
         score -= 0.3
@@ -1352,6 +1401,58 @@ def _unit_score(
         score -= 0.2  # a Chinese question is answered in Chinese where the text says it both ways (a quote, then 译文)
     named = next((a for a in part.aspects if a in in_unit | over), "")
     return score, named, bool(over)
+
+
+def _slot_words(question: str) -> list[tuple[str, str]]:
+    """(before, after) each number gap of a question: the two characters on either side where they are words of
+    its own ("达到" of "视力要达到多少", "内有效" of "多长时间内有效")."""
+    found = []
+    for gap in _SLOT.finditer(question):
+        before = question[max(0, gap.start() - SLOT_WORDS_CHARS) : gap.start()]
+        after = re.match(r"[\u4e00-\u9fff]{0,3}", question[gap.end() :]).group().rstrip("吗呢啊呀吧")
+        before = before if len(before) == SLOT_WORDS_CHARS and _HAN.fullmatch(before) else ""
+        after = after if len(after) >= SLOT_WORDS_CHARS else ""
+        found.append(tuple("" if w in _NOT_SLOT_WORDS or w[-2:] in _NOT_SLOT_WORDS else w for w in (before, after)))
+    return found
+
+
+def _fills_slot(question: str, text: str) -> bool:
+    """Whether a text gives a figure where the question left its gap: after the words before it ("达到…4.9") or
+    before the words after it ("六个月内有效")."""
+    gaps = [words for words in _slot_words(question) if any(words)]
+    if not gaps:
+        return False
+    for figure in _DIGIT.finditer(text):
+        ahead = _CLAUSE.split(text[max(0, figure.start() - SLOT_REACH) : figure.start()])[-1]
+        behind = _CLAUSE.split(text[figure.start() : figure.end() + SLOT_AFTER_CHARS])[0]
+        near = f"{ahead}{behind}"  # "疗程以4～12周" and "连续10天为一疗程" both give the 疗程 asked
+        if any((before and before in near) or (after and after in behind) for before, after in gaps):
+            return True
+    return False
+
+
+def _degree_said(ask: Ask, text: str, unit: Unit, units: list[tuple[Unit, list[str]]], quoted: str) -> str:
+    """ "最常见的并发症是什么": where the unit that answers lists them all ("并发症包括A、B、C") and the quote goes on
+    to say which is the most common ("其中C最为常见"), that sentence; "" when the unit says it itself or none does."""
+    if any(_says_degree(unit.text(text).lower(), degree) for degree in ask.superlatives):
+        return ""
+    for later, _ in units:
+        said = later.text(text)
+        if (
+            later.start > unit.start
+            and said.strip() in quoted
+            and any(_says_degree(said.lower(), degree) for degree in ask.superlatives)
+        ):
+            return said.strip()
+    return ""
+
+
+def _says_degree(text: str, degree: str) -> bool:
+    """Whether a text says the degree a question asks the most of: "最为常见", "最常影响" (常见), "首要" (主要)."""
+    words = (degree, *DEGREE_SYNONYMS.get(degree, ()))
+    return any(re.search(f"最为?{re.escape(w if len(w) == 1 else w[0])}", text) for w in words) or any(
+        w in text for w in DEGREE_SYNONYMS.get(degree, ()) if len(w) > 1 and w.startswith("首")
+    )
 
 
 def _enumerates(unit: Unit, text: str) -> bool:
