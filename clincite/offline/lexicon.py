@@ -110,15 +110,21 @@ class Lexicon:
         for group in self.synonym_groups:
             if any(lowered == t.lower() for t in group):
                 out += [t.lower() for t in group if t.lower() not in out]
-        return out + [
-            v for v in [*in_digits(lowered), *other_writings(lowered), *self._condition_of(lowered)] if v not in out
-        ]
+        derived = [*in_digits(lowered), *other_writings(lowered), *self._condition_of(lowered), *_disease_of(lowered)]
+        return out + [v for v in derived if v not in out]
 
     def _condition_of(self, term: str) -> list[str]:
         """近视眼、远视眼、散光眼: the eye with the condition is named by the condition (近视), as texts mostly
         write it."""
         condition = term[:-1]
         return [condition] if len(term) >= 3 and term.endswith("眼") and self.is_medical(condition) else []
+
+
+def _disease_of(term: str) -> list[str]:
+    """常见病、传染病、职业病: a class of diseases a text writes out as 常见疾病、传染性疾病 as often."""
+    if len(term) < 3 or not term.endswith("病") or term.endswith("疾病"):
+        return []
+    return [f"{term[:-1]}疾病", f"{term[:-1]}性疾病"]
 
 
 # 几 after these says "several" (十几年、好几天、这几天、最近几天、前几年), it asks no number; 前 only opening a
