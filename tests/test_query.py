@@ -410,6 +410,21 @@ async def test_quotes_not_in_the_source_are_flagged(service):
     assert result.citations[0].chunk_id and result.citations[0].heading_path
 
 
+async def test_every_paragraph_of_a_quote_is_checked_not_its_first_line(service):
+    real = "浓度越高，畏光和调节幅度下降等副作用越明显，0.05%组调节幅度下降约2D，而0.01%组影响很小。"
+    report = (
+        "**TL;DR：** 示例【1】【2】\n\n### 完整结论\n示例。\n\n### 论据与来源\n"
+        "**【1】两段都在原文**\n说明：x\n来源：《低浓度阿托品临床应用指南（演示）》\n"
+        f"原文：“{real}\n\n副作用的处理\n\n对于畏光明显者，可建议户外佩戴遮阳帽或变色镜片”\n\n"
+        "**【2】第二段是编的**\n说明：x\n来源：《低浓度阿托品临床应用指南（演示）》\n"
+        f"原文：“{real}\n\n停药后近视不会反弹，可放心停用。”\n"
+    )
+    with service.agents.answer_generation.override(model=text_model(lambda p, n: [report])):
+        _, result = await collect(service)
+    assert {c.number: c.verified for c in result.citations} == {1: True, 2: False}
+    assert "对于畏光明显者" in result.citations[0].quote  # the whole quote is what the source view highlights
+
+
 async def test_answer_cache_replays_and_ingestion_invalidates_it(tmp_path):
     settings = make_settings(tmp_path)  # its own KB: the ingest below must not change the session's sample KB
     kb = KnowledgeBase(settings)

@@ -61,7 +61,9 @@ def parse_citations(answer: str) -> list[Citation]:
         quote = _QUOTE.search(block) or _QUOTE_FALLBACK.search(block)
         if not source or not quote:
             continue
-        quote_text = quote.group(1).strip().splitlines()[0].rstrip('”"」』').strip()
+        # The whole quote, every paragraph of it: a quote checked by its first line only would let lines after it
+        # pass as verified whatever they say
+        quote_text = quote.group(1).strip().rstrip('”"」』').strip()
         citations.append(
             Citation(
                 number=int(match.group(1)),
