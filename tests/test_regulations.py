@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from test_drug_monographs import after
 from test_other_styles import conclusion, library, tldr
 
-from clincite.core.shapes import ChatTurn
 from clincite.offline.questions import analyse
 
 DRIVERS = """# 机动车驾驶人身体条件规定（演示）
@@ -192,9 +192,5 @@ async def test_the_same_question_of_another_subject_carries_what_was_asked(tmp_p
     then = analyse("那如果伤后出现斜视呢？", [first])
     assert "鉴定" in [t.text for t in then.terms if t.context], then.terms  # what was asked, searched and weighed
     service = regulations(tmp_path)
-    turns = [
-        ChatTurn(role="user", content=first),
-        ChatTurn(role="assistant", content=(await service.ask(first)).answer),
-    ]
-    result = await service.ask("那如果伤后出现斜视、看东西重影呢？", turns)
+    result = await service.ask("那如果伤后出现斜视、看东西重影呢？", await after(service, first))
     assert "斜视、复视的，鉴定为轻伤二级" in tldr(result.answer), result.answer

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from itertools import pairwise
 from typing import Protocol
 
@@ -85,7 +86,8 @@ NUMBER_WEIGHT = 0.1
 SLOT_BONUS = 0.1  # "多长时间内有效" answered by "六个月内有效": the figure where the question left its gap
 RULE_BONUS = 0.1  # "有什么要求" answered by the sentence that says what must be done (必须、应当、不得), not a penalty
 SUPERLATIVE_BONUS = 0.1  # a unit saying "最常见" for "最常见的并发症是啥": the one of many the question singles out
-DEGREE_SYNONYMS = {"主要": ("首要",), "容易": ("易",), "易": ("容易",)}
+DEGREE_ALIASES = {"容易": ("易",), "易": ("容易",)}  # 最易 says 最容易
+DEGREE_WORDS = {"主要": ("首要",)}  # … and 首要 says 最主要 without 最
 NUMBER_UNIT_SHARE = 0.8  # a unit giving the number asked stands in for the best one when it scores this near
 FOREIGN_SHARE = 0.3  # a unit with fewer Chinese characters than this among its words is in another language
 CHINESE_WORD_CHARS = 2
@@ -1403,7 +1405,8 @@ def _unit_score(
     return score, named, bool(over)
 
 
-def _slot_words(question: str) -> list[tuple[str, str]]:
+@lru_cache(maxsize=256)
+def _slot_words(question: str) -> tuple[tuple[str, str], ...]:
     """(before, after) each number gap of a question: the two characters on either side where they are words of
     its own ("达到" of "视力要达到多少", "内有效" of "多长时间内有效")."""
     found = []
@@ -1413,7 +1416,7 @@ def _slot_words(question: str) -> list[tuple[str, str]]:
         before = before if len(before) == SLOT_WORDS_CHARS and _HAN.fullmatch(before) else ""
         after = after if len(after) >= SLOT_WORDS_CHARS else ""
         found.append(tuple("" if w in _NOT_SLOT_WORDS or w[-2:] in _NOT_SLOT_WORDS else w for w in (before, after)))
-    return found
+    return tuple(found)  # asked of every unit of every hit: read once per question
 
 
 def _fills_slot(question: str, text: str) -> bool:
@@ -1449,9 +1452,9 @@ def _degree_said(ask: Ask, text: str, unit: Unit, units: list[tuple[Unit, list[s
 
 def _says_degree(text: str, degree: str) -> bool:
     """Whether a text says the degree a question asks the most of: "最为常见", "最常影响" (常见), "首要" (主要)."""
-    words = (degree, *DEGREE_SYNONYMS.get(degree, ()))
-    return any(re.search(f"最为?{re.escape(w if len(w) == 1 else w[0])}", text) for w in words) or any(
-        w in text for w in DEGREE_SYNONYMS.get(degree, ()) if len(w) > 1 and w.startswith("首")
+    heads = {word[0] for word in (degree, *DEGREE_ALIASES.get(degree, ()))}
+    return any(f"最{head}" in text or f"最为{head}" in text for head in heads) or any(
+        word in text for word in DEGREE_WORDS.get(degree, ())
     )
 
 
