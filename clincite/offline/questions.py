@@ -615,6 +615,12 @@ def _mark_purpose(ask: Ask) -> None:
                 term.purpose = True
             elif _HAS_GOT.search(before) and any(ask.names_drug(o) for o in ask.terms if o is not term):
                 term.purpose = True  # "孕妇得了过敏性结膜炎，能用依匹斯汀眼药水吗？": what the drug would be for
+            elif (wants := _WANTS_TREATMENT.match(text, at + len(term.text), b)) and any(
+                o is not term and text.find(o.text, wants.end(), b) >= 0 for o in ask.terms
+            ):
+                # "急性青光眼想用甘露醇降眼压，哪些人不能用？", "甲亢突眼想做眼科手术，TSAb降到多少…": the condition a
+                # treatment is wanted for sets the scene; what is asked is of the treatment or of the clause after
+                term.purpose = True
 
 
 def _mark_felt_after_use(ask: Ask, lex: Lexicon) -> None:
@@ -654,7 +660,10 @@ _FELT_AFTER_USE = re.compile(
 )
 
 
-_FOR_USE = re.compile(r"(?:治疗|治|用于|用来|用在|对付|缓解)[^，,；;。？?！!]{0,2}$")
+_WANTS_TREATMENT = re.compile(
+    r"(?:的?(?:患者|病人|病友|的人|孩子|小孩))?(?:想|要|准备|打算|需要|计划)(?:用|做|点|吃|打|配|上|接受|进行)"
+)
+_FOR_USE = re.compile(r"(?:治疗|治|用于|用来|用在|对付|缓解|降低|降|控制)[^，,；;。？?！!]{0,2}$")
 _HAS_GOT = re.compile(r"(?:得了|患了|患有|得的是|查出)[^，,；;。？?！!]{0,2}$")
 
 
@@ -882,6 +891,8 @@ def _all_apart(words: list[str]) -> list[str]:
         if out and out[-1] == "多" and len(word) == 2 and f"多{word[0]}" in _HOW_MUCH_WORDS and word[1] in _AUXILIARIES:
             out[-1] += word[0]  # "长到多大会影响视力": jieba reads 多 / 大会 (a conference); 多大 / 会 it is
             out.append(word[1])
+        elif len(word) == 2 and word[0] in _AUXILIARIES and word[1] in _GROWTH_VERBS:
+            out += [word[0], word[1]]  # "会长在哪里", "多久能长好": an auxiliary and 长 (grow), not 会长 (a chairman)
         elif _name_and_verb(word):
             out += [word[:-1], word[-1]]  # "润眸安是治什么的": jieba glued 是 onto a name it does not know
         elif glued or (len(word) == 2 and word.endswith("都") and following.startswith(("没", "不"))):
@@ -892,6 +903,7 @@ def _all_apart(words: list[str]) -> list[str]:
 
 
 _AUXILIARIES = "会都也就才还能要该"
+_GROWTH_VERBS = "长"  # a one-character verb jieba glues onto the auxiliary before it into a noun it knows
 _GLUED_AFTER = _AUXILIARIES + "些"  # …and "都查些啥" (查些): a verb and the 些 after it
 _AFTER_A_NAME = "是有在和跟与"  # one-character words jieba glues onto an unknown name before them
 
@@ -1108,7 +1120,10 @@ def _compared(ask: Ask, joins: list[int]) -> list[list[Term]]:
         if right is None or id(left) not in index_of or id(right) not in index_of:
             return []
         a, b = _run(placed, ask.resolved, index_of[id(left)], -1), _run(placed, ask.resolved, index_of[id(right)], 1)
-        a, b = _trim(placed, a, _span(placed, b), from_end=True), _trim(placed, b, _span(placed, a), from_end=False)
+        a, b = (
+            _trim(placed, a, _span(placed, b), from_end=True),
+            _whole_unless_noun(placed, b, _trim(placed, b, _span(placed, a), from_end=False)),
+        )
         if groups and groups[-1][-1] >= a[0]:  # "A、B和C": B ends the last join and starts this one
             groups[-1] = sorted(set(groups[-1]) & set(a)) or groups[-1]
         else:
@@ -1119,6 +1134,14 @@ def _compared(ask: Ask, joins: list[int]) -> list[list[Term]]:
         groups.insert(0, _trim(placed, before, _span(placed, groups[0]), from_end=True))
     terms = [[placed[i][2] for i in group if not placed[i][2].generic] for group in groups]
     return terms if len(terms) >= 2 and all(terms) else []
+
+
+def _whole_unless_noun(placed: list[tuple[int, int, Term]], run: list[int], trimmed: list[int]) -> list[int]:
+    """ "泪囊炎和单纯鼻泪管阻塞": the words after the joiner cut to the other side's length leave only a qualifier
+    (单纯), which names nothing by itself: the whole phrase is the second thing compared, not a word shared by both
+    (as 视力 of "左眼和右眼视力" is)."""
+    adjective = get_tokenizer().is_adjective
+    return run if all(adjective(placed[i][2].text) for i in trimmed) else trimmed
 
 
 def _listed(text: str, placed: list[tuple[int, int, Term]], first: int) -> bool:

@@ -165,6 +165,15 @@ _EXAM_TASK = re.compile(  # "2. 简述…", "试述…", "请列举…", "问题
 )
 _QUESTION_LINE = re.compile(r"^\s*(?:[\[【][^\]】\n]{0,16}[\]】])?\s*[^\s：:。，]{0,8}?问\s*[：:]")
 _ANSWER_LINE = re.compile(r"^\s*(?:[\[【][^\]】\n]{0,16}[\]】])?\s*[^\s：:。，]{0,8}?答\s*[：:]")
+# "摘要：目的 探讨RK术后白内障手术的诊治特点…", "本研究旨在观察…": a study's aim restates its topic and answers nothing
+_STUDY_AIM = re.compile(
+    r"^\W*(?:摘\s*要\W*)?(?:(?:【\s*)?目\s*的(?:\s*】)?\s*[：:]?\s*|(?:本研究|本文|本试验|本实验|本课题)\s*(?:旨在|目的是|拟)?\s*)"
+    r"(?:为了|旨在)?\s*(?:探讨|观察|研究|分析|评价|比较|了解|评估|探索|明确|总结|考察)"
+)
+PIECES_GAP = 2  # characters between a lexicon term's words where a text writes them apart ("泪道冲洗不通")
+_KEYWORDS_LINE = re.compile(
+    r"^\W*(?:关\s*键\s*[词字]|key\s*words?|中图分类号|文献标[识志]码|DOI)\s*\W?\s*[：:]", re.IGNORECASE
+)
 _POINTS_ELSEWHERE = re.compile(  # "参见第三题的答案。", "常用通便中成药见表2。"
     r"^\s*(?:参见|参看|详见|见上|同上)|[（(]?(?:参?见|详见)附?[表图]\s*[\dA-Za-z一二三四五六七八九十]+[)）]?[。.]?\s*$"
 )
@@ -652,6 +661,9 @@ def _known_pieces(terms: list[Term], stats: TermStats, tokenizer) -> list[Term]:
                         entity=lowered in lex.entities,
                         inherited=term.inherited,
                         context=term.context,
+                        told=term.told,  # …and a piece of the scene or of what a treatment is for is that still
+                        scene=term.scene,
+                        purpose=term.purpose,
                     )
                 )
     return out
@@ -700,7 +712,7 @@ def match(weighted: Weighted, text: str) -> float:
         text = text.replace(name, " ")
     if any(_occurs(variant, text) for variant in weighted.term.variants):
         return 1.0
-    if _member_named(weighted, text) or _age_said(weighted, text):
+    if _member_named(weighted, text) or _age_said(weighted, text) or _region_named(weighted, text):
         return 1.0
     if any(part in text for part in weighted.tokens):
         return PARTIAL_MATCH
@@ -711,6 +723,12 @@ def _member_named(weighted: Weighted, text: str) -> bool:
     """A drug class asked of (散瞳药、阿片类药物) is named by a text naming one of its members (托吡卡胺、吗啡)."""
     members = get_lexicon().members
     return any(_occurs(m, text) for v in weighted.term.variants for m in members.get(v, ()))
+
+
+def _region_named(weighted: Weighted, text: str) -> bool:
+    """A body region asked of (眼部 of "眼部的肿瘤") is named by its organ's character in a compound (眼肿瘤、眼睑)."""
+    word = weighted.term.text
+    return len(word) == 2 and word[1] == "部" and re.search(rf"{re.escape(word[0])}[\u4e00-\u9fff]", text) is not None
 
 
 def _age_said(weighted: Weighted, text: str) -> bool:
@@ -1147,12 +1165,15 @@ def _head_matched(weighted: Weighted, text: str) -> bool:
 
 def _pieces_matched(weighted: Weighted, text: str) -> bool:
     """An everyday compound the asker wrote as one word (计算公式) is named where the text has each of its words
-    (《…IOL计算》 over "…公式"). A lexicon term (青光眼手术) is one name and is not taken apart."""
-    if weighted.term.entity:
-        return False
+    (《…IOL计算》 over "…公式"). A lexicon term (泪道不通) is one name: named by its words only in its order, a word
+    or two apart ("泪道冲洗不通畅"), not anywhere in the passage."""
     word = weighted.term.text.lower()
     pieces = [t for t in weighted.tokens if t != word and len(t) >= 2 and t in word]
-    return len(pieces) >= 2 and all(_occurs(piece, text) for piece in pieces)
+    if len(pieces) < 2:
+        return False
+    if weighted.term.entity:
+        return re.search(f".{{0,{PIECES_GAP}}}".join(map(re.escape, pieces)), text) is not None
+    return all(_occurs(piece, text) for piece in pieces)
 
 
 def _broader_in(weighted: Weighted, headings: str) -> bool:
@@ -1338,6 +1359,8 @@ def _unit_score(
         return None  # "何 宏 中山大学中山眼科中心海南眼科医院": a guideline's list of its authors
     if all(_asks(line) for line in text.split("\n") if line.strip()):
         return None  # a question, or a list of them (an index of article titles, an exam's), answers nothing
+    if _STUDY_AIM.match(text) or _KEYWORDS_LINE.match(text):
+        return None  # a paper's aim or keyword line names its topic and answers nothing
     if _QUESTION_LINE.match(_line_of(hit.text, unit.start)):
         return None  # a reader's question on a Q&A page ("[网友]问：…") is what was asked, never evidence
     if _POINTS_ELSEWHERE.search(_ANSWER_LINE.sub("", text)) and len(text.strip()) <= LABEL_CHARS + 10:
@@ -1652,9 +1675,10 @@ def _gives_number(
     long the 结膜下出血 of item 5 lasts)."""
     segment = next((s for s in hit.segments if s.start <= unit.start < s.end), None)
     start = segment.start if segment else 0
+    headings = " ".join([hit.title, *path]).lower()
     for sentence_start, end in sentences(hit.text, unit.start, unit.end):
         about = " ".join([hit.title, *path, opening, hit.text[start:end]])
-        if _answers_number(ask, hit.text[sentence_start:end], about, decisive, lex):
+        if _answers_number(ask, hit.text[sentence_start:end], about, decisive, lex, headings):
             return True
     return False
 
@@ -1694,11 +1718,13 @@ def _figure_beside(text: str, decisive: list[Weighted], headings: str) -> bool:
     )
 
 
-def _answers_number(ask: Ask, text: str, about: str, decisive: list[Weighted], lex: Lexicon) -> bool:
+def _answers_number(
+    ask: Ask, text: str, about: str, decisive: list[Weighted], lex: Lexicon, headings: str = ""
+) -> bool:
     """The unit gives a number of the kind asked (2至3周 for 多久, 0.5 mg for 剂量), in a section that names what was
-    asked (`about`)."""
+    asked (`about`), or under a title naming its broader subject (低浓度阿托品 asked, 《阿托品滴眼液》 the page)."""
     lowered = about.lower()
-    if not all(_names(w, lowered) for w in decisive):
+    if not all(_names(w, lowered) or (headings and _broader_in(w, headings)) for w in decisive):
         return False
     return _number_of_kind(ask, text, lex)
 

@@ -272,7 +272,12 @@ def _flat_lines(item: _Item) -> list[str]:
 
 
 def inline_text(token) -> str:
-    """An inline token as a reader sees it: emphasis, code marks, links and images gone, line breaks kept."""
+    """An inline token as a reader sees it: emphasis, code marks, links and images gone, line breaks kept, inline
+    math as it reads (`plain_math`)."""
+    return plain_math(_inline_parts(token))
+
+
+def _inline_parts(token) -> str:
     parts: list[str] = []
     for child in token.children or []:  # an image's alt text is its own children: never passage text
         kind = child.type
@@ -289,3 +294,68 @@ def _soft_break(parts: list[str]) -> str:
     """A line wrap in the source: nothing between Chinese characters, a space between Latin words."""
     before = parts[-1][-1:] if parts else ""
     return " " if before.isascii() and before.isalnum() else ""
+
+
+# Inline TeX as PDF-to-Markdown converters (MinerU, Marker, Nougat) write a paper's figures: "$ 2 6 . 9 \\% $",
+# "$ 1 0 0 { \\sim } 2 5 0 \\mathrm { m m } $". Read as a clinician reads the PDF: "26.9%", "100~250mm".
+_BESIDE_CHINESE = "[\u4e00-\u9fff，。；：、（）]"
+_INLINE_MATH = re.compile(rf"(?:(?<={_BESIDE_CHINESE})[ \t])?\$([^$\n]{{1,200}})\$(?:[ \t](?={_BESIDE_CHINESE}))?")
+_TEX_MARK = re.compile(r"[\\{}^_]|\d\s+[\d.%]")  # what tells TeX from a price ("$100 and $200")
+_TEX_FONT = re.compile(
+    r"\\(?:mathrm|mathbf|mathit|mathsf|mathtt|boldsymbol|operatorname|textbf|textrm|text|bf|rm|it)\b\s*"
+)
+_TEX_SYMBOLS = {
+    r"\sim": "~",
+    r"\pm": "±",
+    r"\times": "×",
+    r"\leqslant": "≤",
+    r"\geqslant": "≥",
+    r"\leq": "≤",
+    r"\geq": "≥",
+    r"\le": "≤",
+    r"\ge": "≥",
+    r"\cdot": "·",
+    r"\approx": "≈",
+    r"\mu": "μ",
+    r"\alpha": "α",
+    r"\beta": "β",
+    r"\gamma": "γ",
+    r"\kappa": "κ",
+    r"\chi": "χ",
+    r"\circ": "°",
+    r"\degree": "°",
+    r"\%": "%",
+    r"\lt": "<",
+    r"\gt": ">",
+    r"\ast": "*",
+    r"\prime": "′",
+    r"\quad": "",
+    r"\,": "",
+    r"\;": "",
+    r"\!": "",
+    r"\ ": "",
+}
+_SUPERSCRIPT = re.compile(r"\^\{([0-9+\-]+)\}|\^([0-9+\-])")
+_SUPERSCRIPTS = str.maketrans("0123456789+-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻")
+
+
+def plain_math(text: str) -> str:
+    """Each inline `$…$` that is TeX and only figures, units, Greek letters and operators, written plainly; any
+    other (a fraction, a matrix, a price) as written."""
+    return _INLINE_MATH.sub(_plain_formula, text) if "$" in text else text
+
+
+def _plain_formula(found: re.Match) -> str:
+    body = found.group(1)
+    if not _TEX_MARK.search(body):
+        return found.group(0)
+    plain = _TEX_FONT.sub("", body)
+    for command in sorted(_TEX_SYMBOLS, key=len, reverse=True):
+        plain = plain.replace(command, _TEX_SYMBOLS[command])
+    if "\\" in plain:
+        return found.group(0)  # \frac, \sqrt …: no plain reading
+    plain = re.sub(r"\s+", "", plain)
+    plain = _SUPERSCRIPT.sub(lambda m: (m.group(1) or m.group(2)).translate(_SUPERSCRIPTS), plain)
+    plain = re.sub(r"_\{([^{}]*)\}|_(.)", lambda m: m.group(1) or m.group(2) or "", plain)
+    plain = plain.replace("{", "").replace("}", "")
+    return plain if plain and "^" not in plain and "$" not in plain else found.group(0)
