@@ -3,7 +3,8 @@ keyword line, figures in inline TeX ("$ 7 5 . 0 \\% $"), headings for every line
 paper's aim ("目的 探讨…") and its keywords name the question's topic better than any sentence that answers it, and
 answer nothing. And ways of asking such a library brought out: the condition a treatment is wanted for ("急性青光眼想
 用甘露醇降眼压，哪些人不能用？"), two conditions compared where one is qualified ("泪囊炎和单纯鼻泪管阻塞"), a
-figure on a page titled by the broader subject, harm said as a risk, 这段时间 and 会长在.
+figure on a page titled by the broader subject, harm said as a risk, 这段时间 and 会长在, and a paper's title under
+the journal's column label ("临床研究") printed over it.
 
 Found on the stop-52 blind library (Chinese research papers converted from PDF by MinerU) and on earlier blind
 libraries. The texts here are written for these tests in our own words (演示材料，仅用于软件测试，不作为临床依据).
@@ -17,7 +18,9 @@ from test_other_styles import library, tldr
 
 from clincite.offline.questions import analyse
 
-RK_PAPER = """# 放射状角膜切开术后白内障手术的人工晶状体计算（演示）
+RK_PAPER = """论著
+
+# 放射状角膜切开术后白内障手术的人工晶状体计算（演示）
 
 摘要：目的 探讨放射状角膜切开术（RK）后白内障患者人工晶状体度数计算中角膜曲率的选择。\
 方法 回顾分析RK术后行白内障超声乳化手术的患者资料。\
@@ -101,7 +104,7 @@ def papers(tmp_path: Path):
     return library(
         tmp_path,
         {
-            "RK术后白内障.md": RK_PAPER,
+            "paper-0001.md": RK_PAPER,  # a preprint server's file name: the paper is cited by its title
             "泪道支架管.md": LACRIMAL_TRIAL,
             "甘露醇.md": MANNITOL,
             "阿托品滴眼液.md": ATROPINE_PAGE,
@@ -127,6 +130,8 @@ async def test_a_papers_aim_and_keywords_are_no_answer(tmp_path: Path):
     said = tldr(result.answer)
     assert "较低的K值" in said, result.answer
     assert "目的" not in said and "关键词" not in said
+    # the journal's column label printed over the title ("论著") does not keep the title from naming the paper
+    assert "《放射状角膜切开术后白内障手术的人工晶状体计算（演示）》" in result.answer
 
 
 async def test_a_condition_written_with_its_qualifier_is_compared_whole(tmp_path: Path):

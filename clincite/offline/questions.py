@@ -891,6 +891,8 @@ def _all_apart(words: list[str]) -> list[str]:
         if out and out[-1] == "多" and len(word) == 2 and f"多{word[0]}" in _HOW_MUCH_WORDS and word[1] in _AUXILIARIES:
             out[-1] += word[0]  # "长到多大会影响视力": jieba reads 多 / 大会 (a conference); 多大 / 会 it is
             out.append(word[1])
+        elif len(word) >= 3 and word[0] in _GLUED_BEFORE and not tokenizer.knows(word) and tokenizer.knows(word[1:]):
+            out += [word[0], word[1:]]  # "怎么才算治好": 算 + 治好, glued by jieba's guess at a word it does not know
         elif len(word) == 2 and word[0] in _AUXILIARIES and word[1] in _GROWTH_VERBS:
             out += [word[0], word[1]]  # "会长在哪里", "多久能长好": an auxiliary and 长 (grow), not 会长 (a chairman)
         elif _name_and_verb(word):
@@ -903,6 +905,7 @@ def _all_apart(words: list[str]) -> list[str]:
 
 
 _AUXILIARIES = "会都也就才还能要该"
+_GLUED_BEFORE = "算才就都又也再还把被给让很太"  # one-character adverbs and verbs jieba glues onto the word after
 _GROWTH_VERBS = "长"  # a one-character verb jieba glues onto the auxiliary before it into a noun it knows
 _GLUED_AFTER = _AUXILIARIES + "些"  # …and "都查些啥" (查些): a verb and the 些 after it
 _AFTER_A_NAME = "是有在和跟与"  # one-character words jieba glues onto an unknown name before them

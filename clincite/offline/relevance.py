@@ -170,7 +170,7 @@ _STUDY_AIM = re.compile(
     r"^\W*(?:摘\s*要\W*)?(?:(?:【\s*)?目\s*的(?:\s*】)?\s*[：:]?\s*|(?:本研究|本文|本试验|本实验|本课题)\s*(?:旨在|目的是|拟)?\s*)"
     r"(?:为了|旨在)?\s*(?:探讨|观察|研究|分析|评价|比较|了解|评估|探索|明确|总结|考察)"
 )
-PIECES_GAP = 2  # characters between a lexicon term's words where a text writes them apart ("泪道冲洗不通")
+PIECES_GAP = 4  # characters between a lexicon term's words where a text writes them apart ("泪道冲洗提示不通")
 _KEYWORDS_LINE = re.compile(
     r"^\W*(?:关\s*键\s*[词字]|key\s*words?|中图分类号|文献标[识志]码|DOI)\s*\W?\s*[：:]", re.IGNORECASE
 )
@@ -1165,8 +1165,8 @@ def _head_matched(weighted: Weighted, text: str) -> bool:
 
 def _pieces_matched(weighted: Weighted, text: str) -> bool:
     """An everyday compound the asker wrote as one word (计算公式) is named where the text has each of its words
-    (《…IOL计算》 over "…公式"). A lexicon term (泪道不通) is one name: named by its words only in its order, a word
-    or two apart ("泪道冲洗不通畅"), not anywhere in the passage."""
+    (《…IOL计算》 over "…公式"). A lexicon term (泪道不通) is one name: named by its words only in its order, a few
+    characters apart ("泪道冲洗提示不通"), not anywhere in the passage."""
     word = weighted.term.text.lower()
     pieces = [t for t in weighted.tokens if t != word and len(t) >= 2 and t in word]
     if len(pieces) < 2:

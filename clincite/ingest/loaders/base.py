@@ -75,6 +75,7 @@ _SPACE_BEFORE_PUNCT = re.compile(r"[ \t]+(?=[。，；：、！？）])")
 # note in a heading): clause punctuation inside it, a label with a statement after its colon, or a long line.
 _CLAUSE_MARK = re.compile(r"[，,；;。！？!?]|[：:]\s*\S{4}")
 SENTENCE_HEADING_CHARS = 25
+COLUMN_LABEL_CHARS = 12  # a line printed over a paper's title ("临床研究"), newlines included
 
 
 def clean_text(text: str) -> str:
@@ -208,7 +209,7 @@ class DocumentBuilder:
         if self.path and self.path[-1][0] >= level:
             self._text_if_leaf()
         self._close_section()
-        if level <= 1 and not self._has_body() and self.title in (None, text):
+        if level <= 1 and not self._before_title() and self.title in (None, text):
             # The document's own title line: kept in the text, but it heads no section (as a Markdown "# title").
             self.title = text
             self._append(text)
@@ -285,6 +286,13 @@ class DocumentBuilder:
 
     def _has_body(self) -> bool:
         return self.length > 0
+
+    def _before_title(self) -> bool:
+        """Text stands before where a title could: more than a journal's column label ("临床研究", "论著", "综述")
+        that a paper's first page prints over its title."""
+        if self.title is not None or not self._has_body():
+            return self._has_body()
+        return self.length > COLUMN_LABEL_CHARS
 
     def _text_if_leaf(self) -> None:
         """The last heading heads nothing (no text under it, the next heading is no deeper): it is a line of its

@@ -302,7 +302,7 @@ _BESIDE_CHINESE = "[\u4e00-\u9fff，。；：、（）]"
 _INLINE_MATH = re.compile(rf"(?:(?<={_BESIDE_CHINESE})[ \t])?\$([^$\n]{{1,200}})\$(?:[ \t](?={_BESIDE_CHINESE}))?")
 _TEX_MARK = re.compile(r"[\\{}^_]|\d\s+[\d.%]")  # what tells TeX from a price ("$100 and $200")
 _TEX_FONT = re.compile(
-    r"\\(?:mathrm|mathbf|mathit|mathsf|mathtt|boldsymbol|operatorname|textbf|textrm|text|bf|rm|it)\b\s*"
+    r"\\(?:mathrm|mathbf|mathit|mathsf|mathtt|boldsymbol|operatorname|textbf|textrm|text|bf|rm|it|mathcal|mathbb|dot|ddot|hat|bar|overline|underline|tilde|vec|left|right)\b\s*"
 )
 _TEX_SYMBOLS = {
     r"\sim": "~",
