@@ -1640,8 +1640,9 @@ def _heading_aspects(path: list[str], lex: Lexicon) -> set[str]:
         return own
     for heading in reversed(path[:-1]):
         found = lex.passage_aspects(heading)
-        if found:
-            return found if len(found) == 1 else set()
+        if found:  # one aspect named, with those it also answers (并发症: 风险与并发症, and so 不良反应)
+            named = {lex.passage_cues[cue] for cue in lex.passage_cues_in(heading)}
+            return found if len(named) == 1 else set()
     return set()
 
 
