@@ -12,11 +12,13 @@ libraries. The texts here are written for these tests in our own words (演示�
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from test_other_styles import library, tldr
 
 from clincite.offline.questions import analyse
+from clincite.report.inert import inert_report
 
 RK_PAPER = """论著
 
@@ -122,6 +124,9 @@ async def test_a_papers_inline_tex_figures_read_as_printed(tmp_path: Path):
     assert "-1.00~-2.00D的轻度近视" in said, result.answer
     assert "$" not in result.answer and "mathrm" not in result.answer
     assert result.unverified_citations == 0  # the stored passage is the plain text the quote was taken from
+    # as the browser gets it: two ranges' tildes in a TL;DR ("-1.00~-2.00D … 3~5d") strike nothing through
+    shown = inert_report(result.answer)
+    assert "~" in said and not re.search(r"(?<!\\)~", shown)
 
 
 async def test_a_papers_aim_and_keywords_are_no_answer(tmp_path: Path):
@@ -174,3 +179,12 @@ async def test_when_and_growth_words_are_no_subjects(tmp_path: Path):
     service = papers(tmp_path)
     result = await service.ask("眼部的肿瘤一般会长在哪些地方？")  # 眼部 is named by 眼肿瘤
     assert "眼睑、结膜、泪器、眼眶和眼内" in tldr(result.answer), result.answer
+
+
+async def test_when_one_may_do_something_is_not_answered_by_another_time(tmp_path: Path):
+    assert [t.text for t in analyse("眼睛手术后多久可以自己开车？").terms if t.activity] == ["开车"]
+    service = papers(tmp_path)
+    result = await service.ask("做过RK的人做白内障，术后多久可以游泳？")  # no text says 游泳
+    assert tldr(result.answer).startswith("知识库中未找到"), result.answer
+    result = await service.ask("做过RK的人做白内障，目标屈光度一般预留多少？")  # the figure the paper does give
+    assert "-1.00~-2.00D" in tldr(result.answer), result.answer

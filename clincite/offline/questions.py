@@ -164,6 +164,9 @@ class Term:
     # What a drug the question names is for, told before the clause that asks (过敏性结膜炎 of "奥洛他定滴眼液治过敏性
     # 结膜炎发痒，一天点几次？"): a monograph's 用法用量 does not repeat its 适应证 — it ranks, never decides
     purpose: bool = False
+    # What one asks when one may do (游泳 of "术后多久可以游泳？", 开车 of "几天能开车"): an everyday word, yet the
+    # question's very point — a passage that never names it gives some other time
+    activity: bool = False
 
 
 @dataclass
@@ -371,6 +374,7 @@ def analyse(
     _negation_told(ask, lex)
     _mark_described(ask, lex)
     _mark_adverbs(ask, lex)
+    _mark_activity_asked(ask)
     ask.drugs_asked = bool(_ASKS_DRUGS.search(text))
     ask.superlatives = superlatives_of(text)
     ask.rule_asked = bool(_ASKS_RULE.search(text))
@@ -586,6 +590,22 @@ def _mark_scene(ask: Ask, lex: Lexicon) -> None:
             continue  # "宜可利除了严重干眼，还有什么适应症": a brand the asker names first, then asks of
         if not lex.is_medical(term.text):
             term.scene = True
+
+
+def _mark_activity_asked(ask: Ask) -> None:
+    """ "术后多久可以游泳？": the time asked is the time one may do something, and that something is the point."""
+    found = _WHEN_ALLOWED.search(ask.resolved)
+    if found is None:
+        return
+    for term in ask.terms:
+        if len(term.text) >= 2 and found.group("act").startswith(term.text) and not term.generic:
+            term.activity = True
+
+
+_WHEN_ALLOWED = re.compile(
+    r"(?:多久|多长时间|几天|几周|几个月|什么时候|啥时候|何时)(?:以后|之后|后)?(?:才|就)?(?:可以|能够|能|才能|可)"
+    r"(?:自己|再|去|正常)?(?P<act>[\u4e00-\u9fff]{2,4})$"
+)
 
 
 def _whom(text: str) -> str:

@@ -1052,7 +1052,7 @@ def _may_decide(weighted: Weighted) -> bool:
     """A domain term, an abbreviation or a noun rare in general Chinese (麦粒肿、大发作) can decide; an everyday word
     (日常、老人、一项) or a verb is too often the asker's own wording for what the text says otherwise."""
     term = weighted.term
-    if term.quoted:
+    if term.quoted or term.activity:
         return True
     if term.generic and weighted.scarce and term.text in get_lexicon().populations:
         return True  # 儿童 in a library of adult pain guidelines: a passage not naming children is on adults

@@ -7,7 +7,8 @@ library, so wherever it appears it must not become markup:
   itself), and leading indentation is dropped (an indented line would become a code block, where escapes show). For
   text that is all document: passages, quotes, titles, snippets, sub-answers in the steps and the side panel.
 - `inert_report(markdown)`: the report keeps its own headings, bold and lists, but nothing in it can make an image, a
-  link, an autolink or HTML: `[ ] ! < \\` and backticks are escaped everywhere, URL and e-mail shapes are broken
+  link, an autolink, HTML or a strikethrough: `[ ] ! < ~ \\` and backticks are escaped everywhere (a range,
+  "1.00~-2.00D … 3~5d", would otherwise strike out the text between its two tildes), URL and e-mail shapes are broken
   by an invisible word joiner (in `://`, after `www`, before `@`), and quoted text (“…”, 《…》) — verbatim from the
   documents — is inert in full.
 
@@ -27,7 +28,7 @@ import string
 
 _PUNCTUATION = re.compile("([" + re.escape(string.punctuation) + "])")
 _INDENT = re.compile(r"^[ \t]+", re.MULTILINE)
-_REPORT_MARKUP = re.compile(r"([\\\[\]!<`])")
+_REPORT_MARKUP = re.compile(r"([\\\[\]!<`~])")  # ~: a range, "1.00~-2.00D … 3~5d", is no strikethrough
 WORD_JOINER = "\u2060"
 _URL_SCHEME = re.compile(r"(?<=[A-Za-z0-9]):(?=//)")
 _WWW = re.compile(r"(?i)(?<![A-Za-z0-9])(www)\.")
