@@ -96,6 +96,13 @@ EYE_TUMOURS = """# 眼肿瘤的好发部位（演示）
 眼肿瘤可发生于眼睑、结膜、泪器、眼眶和眼内。
 """
 
+MYOPIA_SURGERY = """# 病理性近视的手术治疗（演示）
+
+后巩膜加固术可用于进展迅速的高度近视，但其循证医学证据等级有限，不应作为常规的近视控制手段。
+
+近视进展较快的儿童，应缩短复查间隔。
+"""
+
 DIABETES_EYES = """# 糖尿病与眼部病变（演示）
 
 糖尿病可引起眼部病变，如糖尿病视网膜病变和白内障，应每年检查眼底。
@@ -113,6 +120,7 @@ def papers(tmp_path: Path):
             "角膜病复习题.md": LENS_QUIZ,
             "眼肿瘤.md": EYE_TUMOURS,
             "糖尿病眼病.md": DIABETES_EYES,
+            "近视手术.md": MYOPIA_SURGERY,
         },
     )
 
@@ -188,3 +196,11 @@ async def test_when_one_may_do_something_is_not_answered_by_another_time(tmp_pat
     assert tldr(result.answer).startswith("知识库中未找到"), result.answer
     result = await service.ask("做过RK的人做白内障，目标屈光度一般预留多少？")  # the figure the paper does give
     assert "-1.00~-2.00D" in tldr(result.answer), result.answer
+
+
+async def test_a_treatment_asked_as_used_to_control_what_the_text_calls_progression(tmp_path: Path):
+    words = [t.text for t in analyse("听说有个后巩膜加固术，能不能用来控制孩子近视加深？").terms]
+    assert "用来" not in words and "有个" not in words  # "can it be used to": no word a text has
+    service = papers(tmp_path)
+    result = await service.ask("听说有个后巩膜加固术，能不能用来控制孩子近视加深？")  # text: 进展, 近视控制手段
+    assert "不应作为常规的近视控制手段" in result.answer, result.answer
