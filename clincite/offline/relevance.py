@@ -166,8 +166,9 @@ _EXAM_TASK = re.compile(  # "2. 简述…", "试述…", "请列举…", "问题
 _QUESTION_LINE = re.compile(r"^\s*(?:[\[【][^\]】\n]{0,16}[\]】])?\s*[^\s：:。，]{0,8}?问\s*[：:]")
 _ANSWER_LINE = re.compile(r"^\s*(?:[\[【][^\]】\n]{0,16}[\]】])?\s*[^\s：:。，]{0,8}?答\s*[：:]")
 # "摘要：目的 探讨RK术后白内障手术的诊治特点…", "本研究旨在观察…": a study's aim restates its topic and answers nothing
+# ("本研究观察到…" says what it found, and is no aim)
 _STUDY_AIM = re.compile(
-    r"^\W*(?:摘\s*要\W*)?(?:(?:【\s*)?目\s*的(?:\s*】)?\s*[：:]?\s*|(?:本研究|本文|本试验|本实验|本课题)\s*(?:旨在|目的是|拟)?\s*)"
+    r"^\W*(?:摘\s*要\W*)?(?:(?:【\s*)?目\s*的(?:\s*】)?\s*[：:]?\s*|(?:本研究|本文|本试验|本实验|本课题)\s*(?:旨在|目的是|拟)\s*)"
     r"(?:为了|旨在)?\s*(?:探讨|观察|研究|分析|评价|比较|了解|评估|探索|明确|总结|考察)"
 )
 PIECES_GAP = 4  # characters between a lexicon term's words where a text writes them apart ("泪道冲洗提示不通")
