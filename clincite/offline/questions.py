@@ -200,7 +200,7 @@ class Ask:
         like are aspects of a subject, not subjects)."""
         lex = get_lexicon()
         # what a named drug is asked as used for (过敏性结膜炎 of "奥洛他定滴眼液治过敏性结膜炎…") is not the subject
-        own = [t for t in self.terms if not t.generic and not t.context and not t.purpose]
+        own = [t for t in self.terms if not t.generic and not t.context and not t.purpose and not places_in_time(t)]
         specific = [t for t in own if t.text.lower() not in lex.not_subjects]
         named = [t for t in specific if t.entity or _abbreviation(t.text) or _proper_name(t) or self.names_drug(t)]
         # 长期用激素眼药水…: no domain term but 眼药水, which is a form rather than a subject; still the best name of it
@@ -357,6 +357,7 @@ def analyse(
     ask = Ask(question=question, resolved=text, same_message=same_message)
     marker = _classify(ask, tokens, lex, bool(previous))
     _reason_over_negation(ask, lex)
+    _drop_who_asked(ask, text)
     _mark_quoted(ask, question, lex)
     _mark_parenthesised(ask)
     ask.quantity = lex.quantity_asked(_without_names(text, ask.terms)) or ask.quantity
@@ -427,6 +428,28 @@ def analyse(
         else:
             ask.setting = context
     return ask
+
+
+def places_in_time(term: Term) -> bool:
+    """术前、术后、平时: a time word (jieba's `t`) placing the question before, after, during or at something, not a
+    stage of a disease (早期) nor a verb jieba tags so (上来 of "视力上来了"): when the question is placed, never what
+    it is about ("术前风险评估" of a corneal graft asks of the graft)."""
+    return term.text.endswith(_WHEN_ENDINGS) and get_tokenizer().is_time_word(term.text)
+
+
+_WHEN_ENDINGS = ("前", "后", "中", "时")
+
+
+def _drop_who_asked(ask: Ask, text: str) -> None:
+    """ "哪些人是禁用的", "什么人不适合做": with an aspect that says who (禁忌证、适应证), 人 after the asking word is
+    that "who", no subject of its own; the drug or procedure asked about (the sentence before names it) stays the
+    subject. Otherwise ("哪些人容易得": 好发人群), 人 is what is asked."""
+    if set(ask.aspects) & _SAYS_WHO and _ASKING_WHO.search(text):
+        ask.terms = [t for t in ask.terms if t.text != "人"]
+
+
+_SAYS_WHO = {"禁忌证", "适应证"}  # aspects that are a "who may / may not"
+_ASKING_WHO = re.compile("(?:哪些|什么|哪类|哪种|哪一类|哪一种|啥|哪个)人(?![群员士])")
 
 
 def _counts_or_bounds(tokens: list[str], index: int, lex: Lexicon) -> bool:

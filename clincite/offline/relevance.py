@@ -28,7 +28,7 @@ from typing import Protocol
 
 from clincite.core.shapes import Hit
 from clincite.offline.lexicon import Lexicon, get_lexicon
-from clincite.offline.questions import MEASURED, NAMING_RARITY, Ask, Term, compound
+from clincite.offline.questions import MEASURED, NAMING_RARITY, Ask, Term, compound, places_in_time
 from clincite.text.choices import choice_items, explanation_after, key_of, stray_options
 from clincite.text.script import fold
 from clincite.text.tokenizer import DRUG_HEADS, get_tokenizer
@@ -41,7 +41,7 @@ TOPIC_SHARE = 0.3  # a term in this share of the KB's passages or more is what t
 DECIDING_RARITY = NAMING_RARITY  # a word rare enough to name a subject (questions.py) may decide
 # "首选怎么处理", "一线用什么药": which option comes first, which a text says its own way (通常是第一步、往往能解决)
 PREFERENCE_WORDS = {"首选", "一线", "首选治疗", "一线治疗", "优先", "首先"}
-STAGE_ENDINGS = ("期", "后", "前")  # a time word ending so names a stage (术后、早期、产前), not the asker's moment
+STAGE_ENDINGS = ("期",)  # a time word ending so names a stage of a disease (早期、进展期), not the asker's moment
 UNSEEN_DECIDING_RARITY = 9.5  # … or, for a word this library never uses (品牌 in a library without brands), this
 DECISIVE_SHARE = 0.6  # a term weighing this share of the heaviest one is decisive: some passage must contain it
 PARTIAL_MATCH = 0.5  # a term matched only by one of its sub-words (红光 for 红光治疗)
@@ -803,7 +803,8 @@ def _passage(
         or not (
             w.term.scene
             or _askers_figure(ask, w.term.text)
-            or (w.unseen and (_colloquial_verb(w.term) or w.term.text in MEASURED))
+            or (w.unseen and (_colloquial_verb(w.term) or w.term.text in MEASURED or places_in_time(w.term)))
+            # a time the library never writes (术前) it says its own way (手术前、拆线前) or not at all
             or w.term.text in PREFERENCE_WORDS
         )
     ] or terms
@@ -1063,13 +1064,15 @@ def _may_decide(weighted: Weighted) -> bool:
         return False
     if term.text in MEASURED and weighted.unseen:
         return False  # "它的浓度是多少": a library that never writes 浓度 gives the figure as it is (0.05%)
+    tokenizer = get_tokenizer()
+    if tokenizer.is_time_word(term.text) and not term.text.endswith(STAGE_ENDINGS):
+        # 将来、平时: when the asker places it, not what is asked; 术前、术后 too, medical words as they are: a text on
+        # the operation says "手术后", "拆线前" or nothing ("术前怎么跟孩子沟通" of a page on suturing a child)
+        return False
     if term.entity or term.text.isascii():
         return True
-    tokenizer = get_tokenizer()
     if not tokenizer.is_noun(term.text):  # 延缓、换成、一半: the asker's verb or number, which a text words its own way
         return False
-    if tokenizer.is_time_word(term.text) and not term.text.endswith(STAGE_ENDINGS):
-        return False  # 将来、平时、当天: when the asker places it, not what is asked (术后、早期 are stages: they may)
     rarity = tokenizer.general_rarity(term.text)
     return rarity >= DECIDING_RARITY or (weighted.unseen and rarity >= UNSEEN_DECIDING_RARITY)
 
@@ -1177,12 +1180,18 @@ def _pieces_matched(weighted: Weighted, text: str) -> bool:
     return all(_occurs(piece, text) for piece in pieces)
 
 
+_ASKING_HEADING = re.compile(r"[^\s？?]*[？?]")
+
+
 def _broader_in(weighted: Weighted, headings: str) -> bool:
     """A document or section about the broader subject covers the narrower term: 低浓度阿托品 in 《阿托品滴眼液》,
     吗啡 under "阿片类药物便秘的中成药使用". The broader subject is the term's head, its end (a Chinese compound
     names its kind last: 视网膜 is not what 视网膜母细胞瘤 is a kind of), or the drug class the lexicon puts it in."""
     lex = get_lexicon()
     term = weighted.term.text.lower()
+    # A heading that asks ("人工晶体是什么？" over an FAQ's answer) asks one thing of its subject; only a title or a
+    # label ("人工晶体", 《阿托品滴眼液》) is about the subject as a whole, its kinds included.
+    headings = _ASKING_HEADING.sub(" ", headings)
     heads = {term[i:] for i in range(1, len(term) - 1) if term[i:] in lex.entities}
     kinds = lex.kinds.get(term, [])
     return any(_names_itself(h, headings, lex) for h in heads) or any(_occurs(k, headings) for k in kinds)

@@ -25,6 +25,7 @@ GENERAL_MEDICAL_FREQUENCY = 50_000
 # jieba's tags of nouns (n, nr, nz, ns, nt …), time nouns (t: 潜伏期) and abbreviated nouns (j: 医保、社保)
 NOUN_TAGS = ("n", "t", "j")
 VERB_ENDINGS = set("过着了到出进来去完好起上下住成")  # written on a verb: 做过、开着、伤到、拿出
+PHRASE_FREQUENCY = 3  # jieba's frequency for the idioms and set phrases its dictionary lists (这么久、打扫卫生)
 MIN_DICTIONARY_WORD = 3  # shorter synonyms would re-cut ordinary text around them
 SYNONYM_FREQUENCY = 2000
 # THUOCL lists many drugs only as products (利巴韦林注射液, 磷酸奥司他韦胶囊); a guideline and a clinician name the
@@ -276,7 +277,31 @@ class Tokenizer:
         frequency = self._jieba.FREQ.get(word, 0)
         if not frequency and (pieces := self._known_pieces(word)):
             return max(self.general_rarity(piece) for piece in pieces)
-        return math.log(self._jieba.total / (frequency + 1))
+        rarity = math.log(self._jieba.total / (frequency + 1))
+        if 0 < frequency <= PHRASE_FREQUENCY and (pieces := self._phrase_pieces(word)):
+            # jieba lists everyday phrases at a token frequency (这么久、昨天下午、睁不开): as everyday as their words
+            return min(rarity, max(self.general_rarity(piece) for piece in pieces))
+        return rarity
+
+    def _phrase_pieces(self, word: str) -> list[str]:
+        """The two dictionary words a listed phrase is made of (昨天下午 → 昨天 + 下午; 睁不开 → 睁 + 不开), the
+        likeliest split as jieba would weigh it; [] when none, or when both are single characters and the second is
+        no verb ending (青光 + 眼 aside, 扎 + 穿 is a verb and its result: 扎 alone weighs). A noun keeps its own
+        rarity: 淋球菌、腺病毒 name one thing, however common 病毒 is."""
+        if any(flag.startswith("n") for flag in self._flags(word)):
+            return []
+        listed = self._jieba.FREQ
+        splits = [
+            (word[:i], word[i:])
+            for i in range(1, len(word))
+            if listed.get(word[:i], 0) > PHRASE_FREQUENCY and listed.get(word[i:], 0) > PHRASE_FREQUENCY
+        ]
+        if not splits:
+            return []
+        left, right = max(splits, key=lambda s: math.log(listed[s[0]]) + math.log(listed[s[1]]))
+        if len(left) >= 2 or len(right) >= 2:
+            return [left, right]
+        return [left] if right in VERB_ENDINGS else []
 
     def _known_pieces(self, word: str) -> list[str]:
         """The dictionary words an unknown word is made of when it is a known word with a particle or complement

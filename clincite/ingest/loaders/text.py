@@ -8,6 +8,7 @@ import codecs
 import re
 import unicodedata
 from dataclasses import dataclass
+from itertools import pairwise
 
 from clincite.ingest.loaders.base import (
     PAGE_NUMBER,
@@ -102,6 +103,11 @@ MIN_FIELDS = 3
 FIELD_SHARE = 0.5  # … at least this share of the text's lines (a name line before them aside) open with a label …
 DISTINCT_FIELDS = 0.8  # … and its labels do not repeat: a transcript's speakers do (病人：/医生：), a form's fields not
 SHORT_FIELD_CHARS = 40  # a field this short and no sentence stays one line "英文名：Lodoxamide"
+MAX_QUESTION_WIDTH = 80  # display columns: a question line this short, its answer on the lines after, heads them …
+MIN_ASKED_LINES = 2  # … in a text with at least this many (an FAQ, a patient handout), not one rhetorical question
+LABEL_LEVEL = 2  # the heading level of a bare label over a run of questions; each question one level below
+_QUESTION_END = ("？", "?")
+_SECTION_LABEL = re.compile(r"^[^\s：:，,。；;！？!?、（）()]{2,8}\s*[：:]$")  # "症状:" alone on its line
 
 
 def plain_document(text: str, title: str) -> LoadedDocument:
@@ -127,9 +133,14 @@ def plain_document(text: str, title: str) -> LoadedDocument:
             paragraph.clear()
 
     opening = _opening_heading(lines, width)
+    asked = _asked_lines(lines, width)
     for index, line in enumerate(lines):
         if index == opening:
             builder.heading(1, line.text)
+            continue
+        if index in asked:
+            flush()
+            builder.heading(asked[index], _label(line.text) if asked[index] == LABEL_LEVEL else line.text)
             continue
         # A numbered line filling the width is an item wrapping on ("（三）CRP、LDH…明显升高，出现的时"), not a heading
         level = ordinal_heading_level(line.text) if line.text and not (width and _full(line, width)) else 0
@@ -143,6 +154,46 @@ def plain_document(text: str, title: str) -> LoadedDocument:
                 flush()
     flush()
     return builder.build()
+
+
+def _asked_lines(lines: list[_Line], width: int) -> dict[int, int]:
+    """The lines of a text written as questions and answers (an FAQ, an encyclopedia's patient entries, a handout):
+    each question on a line of its own, its answer on the lines after. The question heads its answer, as a web
+    page's <h3> would: it says what the answer is about and is never quoted as if it answered. A bare label over
+    them ("症状:", "治疗:") heads a section one level up; a label over a list ("例如：") leads it in. {line index:
+    heading level}; {} for any other text."""
+    filled = [i for i, line in enumerate(lines) if line.text]
+    asked = [
+        here
+        for before, here, after in zip([None, *filled], filled, filled[1:])
+        if _is_question_line(lines[here], width)
+        and not _is_question_line(lines[after], width)
+        # in a hard-wrapped text, a short line after a full one ends that paragraph ("…为什么呢？")
+        and not (width and before is not None and here == before + 1 and _full(lines[before], width))
+    ]
+    if len(asked) < MIN_ASKED_LINES:
+        return {}
+    levels = dict.fromkeys(asked, LABEL_LEVEL + 1)
+    for here, after in pairwise(filled):
+        # a label over a question ("症状:" then "…有什么感觉？"); one over its list or sentence ("例如：") leads it in
+        if after in levels and _SECTION_LABEL.match(lines[here].text) and not ordinal_heading_level(lines[here].text):
+            levels[here] = LABEL_LEVEL
+    return levels
+
+
+def _label(text: str) -> str:
+    """ "症状:" heads its section as 症状: the colon only says that what follows is under it."""
+    return text.rstrip().rstrip(":：").rstrip()
+
+
+def _is_question_line(line: _Line, width: int) -> bool:
+    text = line.text
+    return (
+        text.endswith(_QUESTION_END)
+        and _display_width(text) <= MAX_QUESTION_WIDTH
+        and not (width and _full(line, width))
+        and not _ITEM_START.match(text)
+    )
 
 
 def _values_of_keyed_lines(text: str) -> str | None:
