@@ -57,6 +57,7 @@ from clincite.core.logs import quiet_libraries  # noqa: E402
 from clincite.core.naming import display_source  # noqa: E402
 from clincite.core.settings import load_settings  # noqa: E402
 from clincite.core.shapes import ChatTurn, QueryResult  # noqa: E402
+from clincite.ingest.loaders.base import PINYIN_NOTE  # noqa: E402
 from clincite.question.service import TwoStageQueryService  # noqa: E402
 from clincite.retrieval.search import HybridSearcher  # noqa: E402
 from clincite.text.script import fold as simplified  # noqa: E402
@@ -148,14 +149,15 @@ def lead(answer: str) -> tuple[str, str]:
 
 def contains(text: str, phrases: list[list[str]]) -> bool:
     """Any alternative of any phrase, compared as a reader would: case, full-width forms (６小时 is 6小时), spaces and
-    the script (翼狀胬肉 is 翼状胬肉) aside."""
+    the script (翼狀胬肉 is 翼状胬肉) and a re-posted page's pinyin notes (時(shí)間 is 時間, as ingest reads it)
+    aside."""
     folded = _fold(text)
     return any(_fold(alt) in folded for phrase in phrases for alt in phrase)
 
 
 def _fold(text: str) -> str:
     # Spaces aside too: a PDF's "5 岁" is the same words as "5岁" (loaders join letter-spaced lines)
-    return re.sub(r"\s+", "", simplified(unicodedata.normalize("NFKC", text)).casefold())
+    return re.sub(r"\s+", "", simplified(PINYIN_NOTE.sub("", unicodedata.normalize("NFKC", text))).casefold())
 
 
 def abstained(result: QueryResult) -> bool:

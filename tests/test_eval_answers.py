@@ -129,3 +129,13 @@ def test_a_follow_up_on_the_fast_path_is_resolved_by_the_question_it_searched():
         update={"analyses": [result.analyses[0].model_copy(update={"sub_query": SubQuery(id="q0", text="视力")})]}
     )
     assert not score_case(case, wrong)["resolved"]
+
+
+def test_a_phrase_with_pinyin_notes_matches_the_answer_quoted_without_them():
+    """A case written from a re-posted page keeps its pinyin notes ("穩(wěn)定"); ingest takes them out of the
+    quote, and the evaluation reads both as the same words, as a clinician would."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from eval_answers import contains
+
+    assert contains("多數患者完全穩定約需1個月。【1】", [["完全穩(wěn)定約需1個月"]])
+    assert not contains("多數患者完全穩定約需3個月。【1】", [["完全穩(wěn)定約需1個月"]])

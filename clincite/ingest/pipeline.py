@@ -66,9 +66,11 @@ VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole
 # and a comparison grid with an empty corner cell labels each row; 19: a Markdown file's inline TeX of figures and
 # units, as PDF-to-Markdown converters write a paper ("$ 2 6 . 9 \\% $"), reads plainly: 26.9%; 20: a plain text
 # of questions and answers, each question on its own line (an FAQ, an encyclopedia's patient entries), heads each
-# answer by its question and a section by its bare label ("治疗:")): the next ingest of
+# answer by its question and a section by its bare label ("治疗:"); 21: a re-posted page's pinyin notes inside its
+# words ("時(shí)間") are taken out, and the paragraphs after an opening sentence that lists their topics in turn are
+# headed by them): the next ingest of
 # an existing KB reads every file again, so an upgrade's better reading reaches the documents.
-READER_VERSION = 20
+READER_VERSION = 21
 READER_KEY = "reader_version"
 
 Status = Literal["added", "updated", "unchanged", "skipped", "removed", "would-remove"]

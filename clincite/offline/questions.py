@@ -61,6 +61,9 @@ POINTING = set("那这哪每一两几")
 WITHIN = "内"  # "多长时间内有效": part of the time asked, not a word a text must have
 VALID = "有效"  # "…内有效", "有效期": how long something stays valid, not whether a treatment works (疗效)
 OBJECT_VERBS = {"预防", "避免", "防范"}  # with an object after them they ask about an effect, not for precautions
+HOW_WORDS = {"怎么", "如何", "怎样", "咋", "该怎么", "怎么样"}
+RISKS = "风险与并发症"
+PREVENTED_SPAN = 3
 SWITCH_WORDS = {"那", "那么", "还有", "另外"}
 ANOTHER_QUESTION = ("另外", "还有", "顺便")
 OWNERS = {
@@ -424,7 +427,7 @@ def analyse(
         if context and (not own or (together and together(own, context))):
             ask.terms = [*context, *ask.terms]
             ask.follow_up = True
-            ask.resolved = before.subject + _strip_markers(text, lex)
+            ask.resolved = _topic_of(before) + _strip_markers(text, lex)
         else:
             ask.setting = context
     return ask
@@ -542,16 +545,17 @@ def _inherit_subject(ask: Ask, before: Ask, text: str, lex: Lexicon) -> None:
     """它/其/这种…, or no subject of its own (那副作用呢？): the previous question's subject is this one's too."""
     # The previous subject (角膜塑形镜 of "哪些孩子不适合验配角膜塑形镜") with the words written onto it (人工晶体闪辉,
     # 先天性白内障), or both of "A和B"; not its other words (老人的睡眠 of "…会不会影响老人的睡眠").
-    named = before.subjects if before.joined else compound(before, before.subject)
+    named = _joined_subjects(before) or compound(before, _topic_of(before))
     own = {t.text for t in ask.terms}
     # 双眼的呢？ after 单眼弱视…: the new word takes the place of the one it contrasts with (same kind, same ending)
-    named = [t for t in named if t.text == before.subject or not any(_contrasts(t.text, o) for o in own)]
+    topic = _topic_of(before)
+    named = [t for t in named if t.text == topic or not any(_contrasts(t.text, o) for o in own)]
     inherited = [Term(t.text, t.variants, t.entity, t.generic, inherited=True) for t in named]
     if not inherited:
         return
     ask.terms = [*[t for t in inherited if t.text not in own], *ask.terms]
     ask.follow_up = True
-    ask.resolved = before.subject + _strip_markers(text, lex)
+    ask.resolved = topic + _strip_markers(text, lex)
     # "它和麦粒肿有啥区别？": the last subject, joined to the one this question names
     ask.joined = ask.joined or (bool(_JOINED_TO_IT.match(text.strip())) and len(ask.subjects) >= 2)
     own_ask = ask.aspects or ask.quantity or any(not t.inherited and not t.generic for t in ask.terms)
@@ -563,6 +567,38 @@ def _inherit_subject(ask: Ask, before: Ask, text: str, lex: Lexicon) -> None:
     if not own_ask or asks_on:  # 停药后呢？ 双眼的呢？ ask what the last one asked
         ask.aspects, ask.cues = list(before.aspects), list(before.cues)
         ask.quantity = ask.quantity or before.quantity
+
+
+def _joined_subjects(before: Ask) -> list[Term]:
+    """ "全飞秒和ICL有什么区别？": both sides are what a follow-up goes on with; where the two joined are what another
+    subject acts on ("ICL最高能矫正多少度近视和散光？": 它 is ICL), the subjects besides them."""
+    if not before.joined:
+        return []
+    outside = [t for t in before.subjects if t.text not in _sides(before)]
+    if _sides(before) and any(t.entity for t in outside):
+        return outside
+    return before.subjects
+
+
+def _sides(before: Ask) -> set[str]:
+    return {t.text for side in before.compared for t in side}
+
+
+def _topic_of(before: Ask) -> str:
+    """The subject a follow-up goes on with: of two questions asked at once, each naming a subject ("OK镜适合多少度的
+    孩子？角膜曲率有要求吗？"), the first one's — the second asks on about it; else the most specific subject."""
+    if before.joined and (outside := [t for t in before.subjects if t.text not in _sides(before) and t.entity]):
+        return max(outside, key=lambda t: (t.entity, len(t.text))).text  # ICL of "ICL…矫正…近视和散光"
+    asked = [m.group() for m in _ASKED_SENTENCE.finditer(before.question)]
+    if len(asked) < 2:
+        return before.subject
+    first = [t for t in before.subjects if t.text in asked[0]]
+    if not first or before.subject in asked[0] or not any(t.text in " ".join(asked[1:]) for t in before.subjects):
+        return before.subject
+    return max(first, key=lambda t: (t.entity, len(t.text))).text
+
+
+_ASKED_SENTENCE = re.compile(r"[^？?。！!]+[？?]")
 
 
 def _mark_quoted(ask: Ask, question: str, lex: Lexicon) -> None:
@@ -1096,7 +1132,9 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
         if _counts_or_bounds(tokens, index, lex):
             continue
         validity = token == VALID and _asks_validity(tokens, index, lex)  # 有效 then is a word a text has
-        if token in lex.ask_cues and not validity and not _verb_with_object(token, tokens[index + 1 : index + 2], lex):
+        if _prevented(tokens, index, lex):
+            pass  # "怎么预防阿米巴感染": the 感染 prevented is what is asked about, not its risk
+        elif token in lex.ask_cues and not validity and not _has_object(tokens, index, lex):
             _add_cue(ask, token, lex)
             continue
         if token in lex.function_words:  # 能不能 is a question word, not 不能 (禁忌证)
@@ -1279,6 +1317,21 @@ def _number_over_treatment(ask: Ask, tokens: list[str], lex: Lexicon) -> None:
 
 def _same_sentence(text: str, why: int, cue: int) -> bool:
     return 0 <= why < cue and not re.search(r"[？?。！!]", text[why:cue])
+
+
+def _has_object(tokens: list[str], index: int, lex: Lexicon) -> bool:
+    """The cue is a verb with its object ("可以预防近视吗": does it prevent 近视), unless asked how ("怎么预防阿米巴
+    感染": the precautions)."""
+    if index and tokens[index - 1] in HOW_WORDS and tokens[index] in OBJECT_VERBS:
+        return False
+    return _verb_with_object(tokens[index], tokens[index + 1 : index + 2], lex)
+
+
+def _prevented(tokens: list[str], index: int, lex: Lexicon) -> bool:
+    """A risk word (感染、并发症) two words or fewer after 预防/避免/防范 is what is prevented."""
+    if lex.ask_cues.get(tokens[index]) != RISKS:
+        return False
+    return any(token in OBJECT_VERBS for token in tokens[max(0, index - PREVENTED_SPAN) : index])
 
 
 def _verb_with_object(cue: str, following: list[str], lex: Lexicon) -> bool:

@@ -175,6 +175,9 @@ PIECES_GAP = 4  # characters between a lexicon term's words where a text writes 
 _KEYWORDS_LINE = re.compile(
     r"^\W*(?:关\s*键\s*[词字]|key\s*words?|中图分类号|文献标[识志]码|DOI)\s*\W?\s*[：:]", re.IGNORECASE
 )
+_NAVIGATION = re.compile(r"^[^>›»\n。，,；;]{1,24}(?:\s[>›»]\s[^>›»\n。，,；;]{1,40}){2,}$")  # 首页 > 学科 > …
+_FAILED_CARE = re.compile(r"(?:护理|卫生|防护|清洗|保养|注意)(?:不当|不良|不佳|欠佳|不足|不够|不洁|不规范|不到位)")
+_FIGURE = re.compile(r"\d\s*(?:度|以内|以上|以下|%|％|mm|岁|小时|分钟|天|周|个月|年|次|D\b)")
 _POINTS_ELSEWHERE = re.compile(  # "参见第三题的答案。", "常用通便中成药见表2。"
     r"^\s*(?:参见|参看|详见|见上|同上)|[（(]?(?:参?见|详见)附?[表图]\s*[\dA-Za-z一二三四五六七八九十]+[)）]?[。.]?\s*$"
 )
@@ -1365,12 +1368,16 @@ def _unit_score(
         return None  # a reference list names the topic of every study it cites and answers nothing
     if spaced_out(text):
         return None  # "编制订日期号 N 20 D 0 外 4. - 1 0 0 3 2": a PDF's form fields read across, characters apart
+    if _NAVIGATION.match(text.strip()):
+        return None  # "您的位置:健客网 > 眼科频道 > … > 预防": a page's breadcrumbs say where it is filed
     if all(_ROSTER_LINE.match(line.strip()) for line in text.strip().split("\n")):
         return None  # "何 宏 中山大学中山眼科中心海南眼科医院": a guideline's list of its authors
     if all(_asks(line) for line in text.split("\n") if line.strip()):
         return None  # a question, or a list of them (an index of article titles, an exam's), answers nothing
-    if _STUDY_AIM.match(text) or _KEYWORDS_LINE.match(text):
-        return None  # a paper's aim or keyword line names its topic and answers nothing
+    if _STUDY_AIM.match(text) or (_KEYWORDS_LINE.match(text) and not _FIGURE.search(text)):
+        # a paper's aim or keyword line names its topic and answers nothing; a web page's "关键词：…矫治范围广(近视
+        # 1800以内…)" sums up with figures
+        return None
     if _QUESTION_LINE.match(_line_of(hit.text, unit.start)):
         return None  # a reader's question on a Q&A page ("[网友]问：…") is what was asked, never evidence
     if _POINTS_ELSEWHERE.search(_ANSWER_LINE.sub("", text)) and len(text.strip()) <= LABEL_CHARS + 10:
@@ -1389,7 +1396,8 @@ def _unit_score(
     own = f"{_list_lead(hit.text, unit, read_back=True).lower()} {lowered}".strip()
     terms = _as_asked(terms)
     score = 0.7 * _coverage(terms, f"{context} {own}") + 0.1 * _coverage(terms, own)
-    in_unit = set(part.aspects) & lex.passage_aspects(text)
+    # "多与隐形眼镜护理不当有关": care that failed is a cause the text names, not care it advises
+    in_unit = set(part.aspects) & lex.passage_aspects(_FAILED_CARE.sub("", text))
     if "定义" in part.aspects and _defines(ask, part, text):
         in_unit.add("定义")
     over = set(part.aspects) & _heading_aspects(path, lex)

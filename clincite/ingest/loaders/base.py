@@ -50,6 +50,12 @@ class LoadedDocument:
 # C0/C1 control characters other than tab and newline, zero-width characters and stray BOMs: they are invisible,
 # break quote verification and pollute BM25 tokens.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200d\u2060\ufeff\ufffe]")
+_TONED = "āáǎàēéěèīíǐìōóǒòūúǔùǖǘǚǜ"
+# a syllable with its tone mark in brackets right after a Chinese character: 醫(yī)師, 視網(wǎng)膜
+PINYIN_NOTE = re.compile(rf"(?<=[\u3400-\u9fff])[(（](?=[a-zü]*[{_TONED}])[a-zü{_TONED}]{{1,6}}[)）]")
+_HAN = re.compile(r"[\u3400-\u9fff]")
+PINYIN_NOTES_MIN = 2
+PINYIN_NOTE_DENSITY = 0.01  # notes per Chinese character: a converter's pages have 2-5 in every hundred
 _SPACES = re.compile(r"[ \t\u00a0\u3000\u2002-\u200a]+")
 # A document's own reference markers. Numbers only (a bracketed word is text), or an explicit source label.
 _MARKERS = re.compile(
@@ -79,9 +85,20 @@ COLUMN_LABEL_CHARS = 12  # a line printed over a paper's title ("临床研究"),
 
 
 def clean_text(text: str) -> str:
-    """Newlines unified, control and zero-width characters removed (NFC so composed characters compare equal)."""
+    """Newlines unified, control and zero-width characters removed (NFC so composed characters compare equal), a
+    content farm's pinyin notes taken out of its words."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n")
-    return unicodedata.normalize("NFC", _CONTROL.sub("", text))
+    return _without_pinyin_notes(unicodedata.normalize("NFC", _CONTROL.sub("", text)))
+
+
+def _without_pinyin_notes(text: str) -> str:
+    """ "遮蓋時(shí)間需要2個(gè)小時(shí)": pages re-posted through a script converter come with the reading of every
+    character it was unsure of in brackets, inside the words, which then match no question and read badly in a quote.
+    Taken out where they are that dense (a textbook's one "霰(xiàn)粒肿" in a paragraph stays)."""
+    notes = PINYIN_NOTE.findall(text)
+    if len(notes) < PINYIN_NOTES_MIN or len(notes) < PINYIN_NOTE_DENSITY * len(_HAN.findall(text)):
+        return text
+    return PINYIN_NOTE.sub("", text)
 
 
 def clean_line(text: str) -> str:
@@ -319,9 +336,88 @@ class DocumentBuilder:
         self._close_section()
         self._page_begins_here()  # trailing empty pages start at the end
         text = "".join(self.parts)
+        self.sections = [part for section in self.sections for part in _by_listed_topics(text, section)]
         # A file of labels only ("## 标题1" … "## 标题2000") has no body: no passage, and it is skipped as empty
         sections = [s for s in self.sections if text[s.start : s.end].strip()] if self._says_something else []
         return LoadedDocument(self.title or self.fallback_title, text, sections, self.page_starts, dict(self.metadata))
+
+
+def _by_listed_topics(text: str, section: Section) -> list[Section]:
+    """A health portal's answer opens with a sentence that lists what its paragraphs then take in turn ("干眼症可能由
+    泪液分泌不足、泪液蒸发过快、睑板腺功能障碍、自身免疫性疾病等原因引起…"), and the third paragraph, "油脂分泌异常导致
+    泪膜不稳定…需进行热敷按摩", never names 睑板腺功能障碍 again. Where a section's first paragraph lists N topics and
+    N paragraphs follow (one more may close the answer), each paragraph is headed by its topic, as a label over it
+    would (a section with no line of its own); the rest of the section stays as it was."""
+    blocks = [(m.start(), m.end()) for m in _BLOCK.finditer(text, section.start, section.end)]
+    if len(blocks) < 1 + MIN_LISTED_TOPICS:
+        return [section]
+    topics = _listed_topics(text[blocks[0][0] : blocks[0][1]])
+    body = blocks[1:]
+    if not topics or len(body) not in (len(topics), len(topics) + 1):
+        return [section]
+    taken = [text[start:end] for start, end in body[: len(topics)]]
+    if not all(_plain_paragraph(paragraph) for paragraph in taken):
+        return [section]
+    if any(paragraph.startswith(topic) for topic in topics for paragraph in taken):
+        return [section]  # paragraphs that open with a topic's name say themselves which they are on
+    placed = zip(topics, taken)
+    if any(other in paragraph and topic not in paragraph for topic, paragraph in placed for other in topics):
+        return [section]  # one on another topic than its place says: they do not follow the list
+    path = section.heading_path
+    parts = [Section(path, section.start, blocks[0][1], section.heading_start)]
+    parts += [Section([*path, topic], start, end) for topic, (start, end) in zip(topics, body)]
+    if len(body) > len(topics):
+        parts.append(Section(path, body[-1][0], section.end))
+    return parts
+
+
+def _listed_topics(paragraph: str) -> list[str]:
+    """The topics a paragraph lists as "A、B、C等…" or after 包括/分为/由/通过… ("它们在病因、症状、病程、治疗方法以及
+    预后等方面"): MIN_LISTED_TOPICS to MAX_LISTED_TOPICS short, distinct names; [] for none."""
+    for run in _LISTED.finditer(paragraph):
+        items = run.group("items").split("、")
+        opened = _LIST_OPENER.search(items[0])
+        closed = "等" in items[-1]
+        if not (opened or closed):
+            continue
+        if opened:
+            items[0] = items[0][opened.end() :]
+        items[-1] = items[-1].split("等")[0]
+        items[-1:] = re.split("以及|及|和|与|或", items[-1])
+        items = [item.strip() for item in items]
+        if (
+            MIN_LISTED_TOPICS <= len(items) <= MAX_LISTED_TOPICS
+            and all(MIN_TOPIC_CHARS <= len(item) <= MAX_TOPIC_CHARS and _NAME.fullmatch(item) for item in items)
+            and len(set(items)) == len(items)
+        ):
+            return items
+    return []
+
+
+def _plain_paragraph(block: str) -> bool:
+    """One line of running text, not a list, a table row, nor a paragraph with a number or a label of its own
+    ("1.养成…", "第十条…", "营养因素：…", "气道管理。根据…")."""
+    return (
+        "\n" not in block
+        and " | " not in block
+        and len(block) >= MIN_TOPIC_PARAGRAPH_CHARS
+        and not _OWN_LABEL.match(block)
+    )
+
+
+_BLOCK = re.compile(r"[^\n]+(?:\n[^\n]+)*")
+_LISTED = re.compile(r"(?P<items>[^、，,。；;：:！？!?\n]{1,24}(?:、[^、，,。；;：:！？!?\n]{1,24}){2,})")
+_NAME = re.compile(r"[\u4e00-\u9fffA-Za-z0-9]+")
+_OWN_LABEL = re.compile(
+    r"^\s*(?:[(（]?[\d一二三四五六七八九十]{1,3}[.、．)）]|第[一二三四五六七八九十百\d]+[条章节]|[^，,。；;：:]{1,12}[：:]"
+    r"|[^，,。；;：:]{1,8}[。])"
+)
+_LIST_OPENER = re.compile(r".*(?:包括|包含|分为|主要有|常见有|由于|由|通过|采用|涉及|在|有|如)")
+MIN_LISTED_TOPICS = 3
+MAX_LISTED_TOPICS = 8
+MIN_TOPIC_CHARS = 2
+MAX_TOPIC_CHARS = 12
+MIN_TOPIC_PARAGRAPH_CHARS = 20
 
 
 def _one_line(text: str) -> str:

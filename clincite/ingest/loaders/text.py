@@ -77,6 +77,8 @@ WRAP_PERCENTILE = 0.8  # the width of a wrapped text's lines: this percentile of
 FULL_LINE = 0.8  # a line this share of that width wide reached the right margin
 WRAPPED_SHARE = 0.3  # a text in which this share of the lines run on into the next was hard-wrapped
 MIN_WRAPPED_LINES = 3  # … and at least this many (a short note of a few long sentences is not)
+MAX_OPENING_COMMAS = 2  # a title has at most one comma; a line of keywords strung with commas is no heading
+_COMMAS = re.compile("[,，]")
 MAX_OPENING_WIDTH = 60  # display columns: a first line this short that is no sentence heads the text after it
 MIN_WRAP_WIDTH = 30  # display columns (a Chinese character is 2): narrower "lines" are a list, not wrapped text
 MAX_WRAP_WIDTH = 200  # … and wider ones are paragraphs, one per line: nobody wraps at 100 Chinese characters
@@ -242,8 +244,9 @@ def _opening_heading(lines: list[_Line], width: int) -> int | None:
         or first.text.endswith((*SENTENCE_END, "：", ":", "，", ","))
         or (width and _full(first, width))
         or ordinal_heading_level(first.text)
+        or len(_COMMAS.findall(first.text)) >= MAX_OPENING_COMMAS
     ):
-        return None
+        return None  # "中文字幕在线…,亚洲一级…,九九热…": a re-posted page's keyword line heads nothing
     return filled[0]
 
 
