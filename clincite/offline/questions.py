@@ -1328,7 +1328,7 @@ def _has_object(tokens: list[str], index: int, lex: Lexicon) -> bool:
 
 
 def _prevented(tokens: list[str], index: int, lex: Lexicon) -> bool:
-    """A risk word (感染、并发症) two words or fewer after 预防/避免/防范 is what is prevented."""
+    """A risk word (感染、并发症) at most three words after 预防/避免/防范 is what is prevented."""
     if lex.ask_cues.get(tokens[index]) != RISKS:
         return False
     return any(token in OBJECT_VERBS for token in tokens[max(0, index - PREVENTED_SPAN) : index])
