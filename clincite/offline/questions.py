@@ -545,10 +545,10 @@ def _inherit_subject(ask: Ask, before: Ask, text: str, lex: Lexicon) -> None:
     """它/其/这种…, or no subject of its own (那副作用呢？): the previous question's subject is this one's too."""
     # The previous subject (角膜塑形镜 of "哪些孩子不适合验配角膜塑形镜") with the words written onto it (人工晶体闪辉,
     # 先天性白内障), or both of "A和B"; not its other words (老人的睡眠 of "…会不会影响老人的睡眠").
-    named = _joined_subjects(before) or compound(before, _topic_of(before))
+    topic = _topic_of(before)
+    named = _joined_subjects(before) or compound(before, topic)
     own = {t.text for t in ask.terms}
     # 双眼的呢？ after 单眼弱视…: the new word takes the place of the one it contrasts with (same kind, same ending)
-    topic = _topic_of(before)
     named = [t for t in named if t.text == topic or not any(_contrasts(t.text, o) for o in own)]
     inherited = [Term(t.text, t.variants, t.entity, t.generic, inherited=True) for t in named]
     if not inherited:
