@@ -217,6 +217,11 @@ class Ask:
         tokenizer = get_tokenizer()
         if tokenizer.is_drug_name(term.text):
             return True
+        if any(  # one word of the lexicon, the drug and its form: 阿托品眼用凝胶
+            tokenizer.is_drug_name(term.text[:cut]) and tokenizer.is_dosage_form(term.text[cut:])
+            for cut in range(2, len(term.text) - 1)
+        ):
+            return True
         at = self.resolved.find(term.text)
         if at < 0 or tokenizer.is_dosage_form(term.text) or not _HAN_WORD.fullmatch(term.text):
             return False
@@ -363,11 +368,18 @@ def analyse(
     _drop_who_asked(ask, text)
     _mark_quoted(ask, question, lex)
     _mark_parenthesised(ask)
+    _mark_class_named(ask)
     ask.quantity = lex.quantity_asked(_without_names(text, ask.terms)) or ask.quantity
+    if not ask.quantity and _FREQUENCY_PUT.search(text) and "次数" in lex.quantities:
+        ask.quantity = "次数"  # "能不能一天点两次": whether a frequency may be is asked by the one the text sets
     if not ask.quantity and _HOW_MUCH.search(text):
         ask.quantity = "number"  # "眼压一般能飙到多高": jieba cut 多高 apart (能飙 / 到 / 多 / 高)
     if ask.quantity and set(ask.aspects) & SITUATION_ASKS:
         ask.quantity = ""  # "连着刷几个小时平板，视力为啥会掉下来": 几个小时 tells what happened; 为啥 is asked
+    if _SEE_A_DOCTOR_WHEN_NO_EFFECT.search(text) and ask.quantity:
+        # "点了多久没效果要去医院": when to seek care, which an insert's 注意事项 says ("用药7天症状无缓解，应去医院
+        # 就诊"), not how well it works
+        ask.aspects = [a for a in ask.aspects if a != "疗效"]
     _number_over_treatment(ask, tokens, lex)
     _number_judged_safe(ask, lex)
     _mark_modifiers(ask)
@@ -628,6 +640,20 @@ def _mark_parenthesised(ask: Ask) -> None:
             term.glossed = named[0].glossed = True
 
 
+def _mark_class_named(ask: Ask) -> None:
+    """ "点必舒这类激素加抗生素的眼药长期用…": the asker names a product, then the kind it is of; a text naming either
+    names what is asked (the kind is what the product is, not a second thing asked about)."""
+    placed = _placed(ask)
+    for said in _OF_THIS_KIND.finditer(ask.resolved):
+        named = [term for _, end, term in placed if end == said.start()]
+        stop = re.search(r"的|[，,。；;？?！!]|$", ask.resolved[said.end() :])
+        kind_end = said.end() + (stop.start() if stop else 0)
+        inside = [term for start, end, term in placed if said.end() <= start and end <= kind_end]
+        for term in inside if named else []:
+            term.either = term.either or named[0].text
+            term.glossed = named[0].glossed = True
+
+
 def _mark_scene(ask: Ask, lex: Lexicon) -> None:
     """Everyday words written only in the clauses that set the scene before the one that asks ("戴隐形眼镜偶尔懒得摘就
     睡了，得角膜感染的风险会大多少？": 偶尔、懒得、摘): the asker's story, which a text tells in its own words if at
@@ -694,6 +720,10 @@ def _mark_purpose(ask: Ask) -> None:
                 term.purpose = True
             elif _HAS_GOT.search(before) and any(ask.names_drug(o) for o in ask.terms if o is not term):
                 term.purpose = True  # "孕妇得了过敏性结膜炎，能用依匹斯汀眼药水吗？": what the drug would be for
+            elif _USED_FOR.match(text, at + len(term.text), b) and any(
+                ask.names_drug(o) and text.find(o.text, at + len(term.text), b) >= 0 for o in ask.terms
+            ):
+                term.purpose = True  # "散瞳验光用的阿托品眼用凝胶，开封以后…": what the drug named after is used for
             elif (wants := _WANTS_TREATMENT.match(text, at + len(term.text), b)) and any(
                 o is not term and text.find(o.text, wants.end(), b) >= 0 for o in ask.terms
             ):
@@ -743,6 +773,20 @@ _WANTS_TREATMENT = re.compile(
     r"(?:的?(?:患者|病人|病友|的人|孩子|小孩))?(?:想|要|准备|打算|需要|计划)(?:用|做|点|吃|打|配|上|接受|进行)"
 )
 _FOR_USE = re.compile(r"(?:治疗|治|用于|用来|用在|对付|缓解|降低|降|控制)[^，,；;。？?！!]{0,2}$")
+# "点了多久没效果要去医院", "用了几天不见好该去就诊": when to seek care if a treatment does not work
+_SEE_A_DOCTOR_WHEN_NO_EFFECT = re.compile(
+    r"(?:没|没有|不|无|不见)(?:效果|见效|效|见好|好转|缓解|改善)[^，,。？?]{0,6}(?:去|到|上)?(?:医院|就医|就诊|看医生|复诊|看病)"
+)
+_PER_DAY = r"(?:一天|每天|一日|每日|天天)"
+_TIMES = r"(?:[一二两三四五六七八九十]|\d{1,2})\s*(?:次|回)"
+# "能不能一天点两次", "一天能点两次吗", "每天滴三次可以吗": the asker puts a frequency to the text, asking if it may be
+_FREQUENCY_PUT = re.compile(
+    rf"(?:能|可以|可否|行)[^，,。？?]{{0,8}}{_PER_DAY}[^，,。？?\d]{{0,3}}{_TIMES}"
+    rf"|{_PER_DAY}(?:能|可以|可否)[^，,。？?\d]{{0,3}}{_TIMES}"
+    rf"|{_PER_DAY}[^，,。？?\d]{{0,3}}{_TIMES}[^，,。？?]{{0,4}}(?:可以|行|能|可否)"
+)
+_OF_THIS_KIND = re.compile(r"(?:这类|这种|这一类|这样的)")  # "点必舒这类激素加抗生素的眼药"
+_USED_FOR = re.compile(r"(?:时|时候)?(?:所)?(?:用的|使用的|点的|滴的)")  # "验光用的阿托品": what it is used for
 _HAS_GOT = re.compile(r"(?:得了|患了|患有|得的是|查出)[^，,；;。？?！!]{0,2}$")
 
 

@@ -175,6 +175,13 @@ PIECES_GAP = 4  # characters between a lexicon term's words where a text writes 
 _KEYWORDS_LINE = re.compile(
     r"^\W*(?:关\s*键\s*[词字]|key\s*words?|中图分类号|文献标[识志]码|DOI)\s*\W?\s*[：:]", re.IGNORECASE
 )
+# "请将本品放在儿童不能接触的地方", "放置儿童触摸不到的地方": where to keep a medicine, in nearly every insert
+_OUT_OF_REACH = re.compile(
+    r"[^。；;！!\n]*(?:放|置|存放|保存|放置|存)(?:在|于|到)?(?:儿童|小孩|孩子)(?:们)?(?:不能|不易|无法|不可)?"
+    r"(?:接触|触摸|触及|拿|够|取)(?:得?到|不到)?的?(?:地方|位置|处)[。；;]?"
+)
+_THIS_DRUG = re.compile(r"本品|本药|该药|此药")  # how an insert names its drug in every field
+_ASKS_STORAGE = re.compile(r"保存|存放|储存|贮藏|贮存|放在|放哪|收纳")
 _NAVIGATION = re.compile(r"^[^>›»\n。，,；;]{1,24}(?:\s[>›»]\s[^>›»\n。，,；;]{1,40}){2,}$")  # 首页 > 学科 > …
 _FAILED_CARE = re.compile(r"(?:护理|卫生|防护|清洗|保养|注意)(?:不当|不良|不佳|欠佳|不足|不够|不洁|不规范|不到位)")
 _FIGURE = re.compile(r"\d\s*(?:度|以内|以上|以下|%|％|mm|岁|小时|分钟|天|周|个月|年|次|D\b)")
@@ -902,6 +909,25 @@ def _beyond_the_scene(terms: list[Weighted], scope: str, headings: str) -> bool:
     )
 
 
+def _says_of(ask: Ask, weighted: Weighted, text: str, hit: Hit) -> bool:
+    """The unit names the term, or it is a drug the passage's document or section is titled by and the unit calls
+    it "本品" (an insert's every field: "本品每天使用不可超过1次")."""
+    if match(weighted, text) == 1.0:
+        return True
+    if not _THIS_DRUG.search(text):
+        return False
+    titled = " ".join([hit.title, *hit.heading_path]).lower()
+    if ask.names_drug(weighted.term):
+        return match(weighted, titled) == 1.0
+    tokenizer = get_tokenizer()  # "拉坦前列素滴眼液-youlai": a name the title writes a dosage form onto is the drug's
+    for variant in weighted.term.variants:
+        at = titled.find(variant)
+        after = tokenizer.words(titled[at + len(variant) :])[:1] if at >= 0 else []
+        if after and tokenizer.is_dosage_form(after[0]):
+            return True
+    return False
+
+
 def _number_in_turn(
     ask: Ask,
     part: Part,
@@ -925,7 +951,7 @@ def _number_in_turn(
         if later.start <= unit.start or _segment_of(hit, later.start) != segment:
             continue
         says = later.text(hit.text).lower()
-        names = any(match(w, says) == 1.0 for w in terms if not (w.term.generic or w.term.context))
+        names = any(_says_of(ask, w, says, hit) for w in terms if not (w.term.generic or w.term.context))
         unbroken = unbroken and (names or _refers_back(says))
         if not names and not unbroken:  # "上述均为每日2次，疗程5天" says how long the dose before it is taken
             continue  # "经戴主任近两年的精心医治" gives a 时间 but says nothing of the 注射 asked about
@@ -940,7 +966,7 @@ def _number_in_turn(
         (*scored, unit, path)
         for unit, path in units
         if unit.kind != "choice"
-        and any(match(w, unit.text(hit.text).lower()) == 1.0 for w in asked)  # not "经戴主任近两年的精心医治"
+        and any(_says_of(ask, w, unit.text(hit.text).lower(), hit) for w in asked)  # not "经戴主任近两年的精心医治"
         and (scored := _unit_score(ask, part, hit, unit, path, terms, lex, opening))
         and scored[0] >= NUMBER_UNIT_SHARE * best[0]
         and _gives_figure(ask, hit, unit, path, opening, decisive, lex)
@@ -1357,6 +1383,8 @@ def _unit_score(
     """(score, the aspect asked that is named over or in the unit ("" for none), named by a heading); None for units
     that are no answer."""
     text = _choice_text(hit.text, unit) if unit.kind == "choice" else unit.text(hit.text)
+    if not _ASKS_STORAGE.search(ask.resolved):
+        text = _OUT_OF_REACH.sub("", text)  # every insert's safekeeping line names 儿童 and says nothing of their use
     answers_heading = _answers_its_heading(path)  # "0.02%" under "反向斜视的患病比例是多少？" answers it
     if unit.kind in ("heading", "header"):
         return None

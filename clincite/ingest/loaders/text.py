@@ -21,6 +21,7 @@ from clincite.ingest.loaders.base import (
     join_lines,
     ordinal_heading_level,
 )
+from clincite.ingest.loaders.insert import insert_fields, write_insert
 
 # Byte-order marks, longest first (the UTF-32-LE mark begins with the UTF-16-LE one).
 BOMS = [
@@ -120,6 +121,10 @@ def plain_document(text: str, title: str) -> LoadedDocument:
     if fields is not None:
         builder = DocumentBuilder(title, title=title)
         write_fields(builder, fields, level=2)
+        return builder.build()
+    if (insert := insert_fields(cleaned)) is not None:
+        builder = DocumentBuilder(title, title=title)
+        write_insert(builder, *insert)
         return builder.build()
     values = _values_of_keyed_lines(cleaned)
     lines = [_line(raw) for raw in (values or cleaned).split("\n")]
@@ -362,6 +367,8 @@ def write_fields(builder: DocumentBuilder, fields: list[tuple[str, str, str]], l
                 builder.close_headings(level)
                 headed = False
             builder.paragraph(line)
+            if value not in line:  # "禁忌:" on its line, its value on the next: both, as written
+                builder.paragraph(value)
             continue
         builder.heading(level, label)
         headed = True
