@@ -65,6 +65,7 @@ LATANOPROST_GUIDE = (
     "推荐剂量为每日1次，每晚1滴。\n"
     "本品每天使用不可超过1次，次数增加反而会削弱降眼压的效果。\n"
     "滴眼液开启4周后不宜再用。\n"
+    "如已怀孕或计划怀孕，用药前请告知医生。\n"
 )
 
 
@@ -158,3 +159,11 @@ async def test_how_long_without_effect_before_seeing_a_doctor_is_found_among_the
     history = [ChatTurn(role="user", content=asked), ChatTurn(role="assistant", content=first.answer)]
     result = await service.ask("那点了多久没效果要去医院？", history)
     assert "用药7天症状无缓解" in tldr(result.answer), result.answer
+
+
+async def test_another_drugs_eye_drops_are_no_title_over_the_drug_asked(tmp_path: Path):
+    """《拉坦前列素滴眼液用药指导》 is not about 奥洛他定滴眼液 because both are eye drops: its line on pregnancy is no
+    answer on olopatadine in pregnancy, of which this library says nothing."""
+    result = await inserts(tmp_path).ask("奥洛他定滴眼液孕妇能用吗？")
+    assert "拉坦前列素" not in result.answer.split("### 论据与来源", 1)[1], result.answer
+    assert "未找到" in tldr(result.answer), result.answer

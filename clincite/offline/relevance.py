@@ -1223,7 +1223,18 @@ def _broader_in(weighted: Weighted, headings: str) -> bool:
     headings = _ASKING_HEADING.sub(" ", headings)
     heads = {term[i:] for i in range(1, len(term) - 1) if term[i:] in lex.entities}
     kinds = lex.kinds.get(term, [])
-    return any(_names_itself(h, headings, lex) for h in heads) or any(_occurs(k, headings) for k in kinds)
+    tokenizer = get_tokenizer()
+    return any(
+        _names_itself(h, headings, lex) and (not tokenizer.is_dosage_form(h) or _form_alone(h, headings)) for h in heads
+    ) or any(_occurs(k, headings) for k in kinds)
+
+
+def _form_alone(head: str, headings: str) -> bool:
+    """A dosage form as a subject of its own (《滴眼液的正确使用》), not written onto another drug's name
+    (《拉坦前列素滴眼液》 is no title over 奥洛他定滴眼液)."""
+    return any(
+        not _HAN.match(headings[m.start() - 1 : m.start()] or " ") for m in re.finditer(re.escape(head), headings)
+    )
 
 
 def _names_itself(head: str, headings: str, lex: Lexicon) -> bool:
