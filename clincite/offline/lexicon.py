@@ -19,6 +19,9 @@ from pathlib import Path
 
 from clincite.text.tokenizer import LEXICON_DIR, get_tokenizer
 
+# a qualifier of one to four characters ending in 性/型, then the term it qualifies
+_QUALIFIED_KIND = re.compile(r"[\u4e00-\u9fff]{1,4}?[性型](?P<head>[\u4e00-\u9fff]{2,})")
+
 
 @dataclass
 class Lexicon:
@@ -52,6 +55,15 @@ class Lexicon:
 
     def __post_init__(self) -> None:
         self._cues_by_length = sorted(self.passage_cues, key=len, reverse=True)
+
+    def is_entity(self, word: str) -> bool:
+        """A domain term, or a kind of one a qualifier names (原发性视网膜脱离, 老年性白内障: X性/X型 and a domain
+        term), which a general dictionary may hold but the lexicon need not list."""
+        lowered = word.lower()
+        if lowered in self.entities:
+            return True
+        qualified = _QUALIFIED_KIND.fullmatch(lowered)
+        return bool(qualified) and qualified.group("head") in self.entities
 
     def entities_ending(self, head: str) -> list[str]:
         """The domain terms that are kinds of `head` (细菌性结膜炎、过敏性结膜炎 of 结膜炎)."""

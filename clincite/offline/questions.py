@@ -391,6 +391,7 @@ def analyse(
     _mark_described(ask, lex)
     _mark_adverbs(ask, lex)
     _mark_activity_asked(ask)
+    _mark_kind_asked(ask)
     ask.drugs_asked = bool(_ASKS_DRUGS.search(text))
     ask.superlatives = superlatives_of(text)
     ask.rule_asked = bool(_ASKS_RULE.search(text))
@@ -623,7 +624,7 @@ def _mark_quoted(ask: Ask, question: str, lex: Lexicon) -> None:
             continue
         term = next((t for t in ask.terms if t.text == quoted), None)
         if term is None:
-            term = Term(quoted, lex.variants(quoted), entity=quoted.lower() in lex.entities)
+            term = Term(quoted, lex.variants(quoted), entity=lex.is_entity(quoted))
             ask.terms.append(term)
         term.quoted = True
 
@@ -691,6 +692,18 @@ _WHEN_ALLOWED = re.compile(
     r"(?:多久|多长时间|几天|几周|几个月|什么时候|啥时候|何时)(?:以后|之后|后)?(?:才|就)?(?:可以|能够|能|才能|可)"
     r"(?:自己|再|去|正常)?(?P<act>[\u4e00-\u9fff]{2,4})$"
 )
+
+
+def _mark_kind_asked(ask: Ask) -> None:
+    """ "还可能伴随哪些视觉问题？": the word between the asking word and 问题 is the kind of answer wanted, which a
+    text gives as the problems themselves (视敏度下降、畏光) without naming their kind: the asker's wording."""
+    for found in _KIND_ASKED.finditer(ask.resolved):
+        for term in ask.terms:
+            if term.text == found.group("kind") and not (term.entity or term.quoted):
+                term.scene = True
+
+
+_KIND_ASKED = re.compile(r"(?:哪些|哪种|哪类|什么|啥)(?P<kind>[\u4e00-\u9fff]{2,4}?)(?:方面)?(?:的)?(?:问题|毛病|麻烦)")
 
 
 def _whom(text: str) -> str:
@@ -1016,6 +1029,11 @@ def _all_apart(words: list[str]) -> list[str]:
             out.append(word[1])
         elif len(word) >= 3 and word[0] in _GLUED_BEFORE and not tokenizer.knows(word) and tokenizer.knows(word[1:]):
             out += [word[0], word[1:]]  # "怎么才算治好": 算 + 治好, glued by jieba's guess at a word it does not know
+        elif out and out[-1] == "哪" and len(word) >= 2 and word[0] in _MEASURE_WORDS:
+            out[-1] += word[0]  # "好发于哪类人": jieba reads 哪 / 类人 (humanoid); 哪类 / 人 it is
+            out.append(word[1:])
+        elif len(word) >= 3 and word[-2:] in _HOW_MUCH_WORDS and not tokenizer.knows(word):
+            out += [word[:-2], word[-2:]]  # "干性的占多大比例": jieba glues the verb onto 多大 (占多大), no name
         elif len(word) == 2 and word[0] in _AUXILIARIES and word[1] in _GROWTH_VERBS:
             out += [word[0], word[1]]  # "会长在哪里", "多久能长好": an auxiliary and 长 (grow), not 会长 (a chairman)
         elif _name_and_verb(word):
@@ -1028,6 +1046,7 @@ def _all_apart(words: list[str]) -> list[str]:
 
 
 _AUXILIARIES = "会都也就才还能要该"
+_MEASURE_WORDS = "类种些个样项条款"  # what 哪 counts by (哪类、哪种): jieba may glue it onto the noun after
 _GLUED_BEFORE = "算才就都又也再还把被给让很太"  # one-character adverbs and verbs jieba glues onto the word after
 _GROWTH_VERBS = "长"  # a one-character verb jieba glues onto the auxiliary before it into a noun it knows
 _GLUED_AFTER = _AUXILIARIES + "些"  # …and "都查些啥" (查些): a verb and the 些 after it
@@ -1194,7 +1213,7 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
             continue
         if any(t.text == token or lowered in t.variants for t in ask.terms):
             continue  # "人工晶体闪辉（glistening）", "带状疱疹后神经痛（PHN）": one concept, named twice
-        term = Term(token, lex.variants(token), entity=lowered in lex.entities, generic=token in lex.generic)
+        term = Term(token, lex.variants(token), entity=lex.is_entity(token), generic=token in lex.generic)
         term.either, offered = offered, ""
         ask.terms.append(term)
     if ask.joined and len(ask.subjects) < 2:

@@ -183,6 +183,18 @@ _OUT_OF_REACH = re.compile(
 _THIS_DRUG = re.compile(r"本品|本药|该药|此药")  # how an insert names its drug in every field
 _ASKS_STORAGE = re.compile(r"保存|存放|储存|贮藏|贮存|放在|放哪|收纳")
 _NAVIGATION = re.compile(r"^[^>›»\n。，,；;]{1,24}(?:\s[>›»]\s[^>›»\n。，,；;]{1,40}){2,}$")  # 首页 > 学科 > …
+CAUSE_ASPECT = "原因"
+# a verb that says one thing brings on another, then (within a few characters) the effect asked of
+_BRINGS_ON = r"(?:产生|引起|导致|造成|引发|诱发|致使)[^，,。；;！？]{0,6}?"
+
+
+def _says_what_brings(text: str, terms: list[Weighted]) -> bool:
+    """ "屈光参差的人戴上眼镜为什么容易出现复视？": a sentence that says what 产生/导致 the effect the clause that asks
+    names (复视) gives its cause, with or without 原因/由于."""
+    effects = [v for w in terms if not (w.term.told or w.term.generic or w.term.context) for v in w.term.variants]
+    return any(re.search(_BRINGS_ON + re.escape(v), text, re.IGNORECASE) for v in effects if len(v) >= 2)
+
+
 _FAILED_CARE = re.compile(r"(?:护理|卫生|防护|清洗|保养|注意)(?:不当|不良|不佳|欠佳|不足|不够|不洁|不规范|不到位)")
 _FIGURE = re.compile(r"\d\s*(?:度|以内|以上|以下|%|％|mm|岁|小时|分钟|天|周|个月|年|次|D\b)")
 _POINTS_ELSEWHERE = re.compile(  # "参见第三题的答案。", "常用通便中成药见表2。"
@@ -515,6 +527,11 @@ def _decisive(terms: list[Weighted]) -> list[Weighted]:
         and _may_decide(w)
     ]
     eligible = [w for w in eligible if not (w.form_of_drug or w.measure_asked)]
+    # a word of the scene the asker sets that the library never writes ("给屈光参差的人配镜，两眼镜片度数差…": 配镜)
+    # is how the asker tells it, where the clause that asks has rare words of its own to decide on
+    asked = [w for w in eligible if not w.term.told]
+    if asked:
+        eligible = [w for w in eligible if not (w.unseen and w.term.told and not _named_as_such(w.term))]
     # who it is asked of (a population the library seldom writes for) decides whatever its weight: an everyday word
     populations = [w for w in eligible if w.term.generic]
     eligible = [w for w in eligible if not w.term.generic]
@@ -646,8 +663,9 @@ def _known_pieces(terms: list[Term], stats: TermStats, tokenizer) -> list[Term]:
     """A word the KB has never seen is often a guess of jieba's (时先用, 药降): it counts by its dictionary words
     of two characters or more; a real unknown word (维生素D, 大发作) stays whole."""
     out: list[Term] = []
+    listed = get_lexicon().entities  # a kind a qualifier names (霉菌性角膜炎) is a domain term, yet not one word
     for term in terms:
-        if term.entity or stats.document_frequency(term.text.lower()) or not stats.size:
+        if term.text.lower() in listed or stats.document_frequency(term.text.lower()) or not stats.size:
             out.append(term)
             continue
         if tokenizer.is_drug_name(term.text):
@@ -1079,6 +1097,12 @@ def _names_a_drug(weighted: Weighted) -> bool:
     return any(tokenizer.is_drug_name(v) for v in weighted.term.variants if v not in DRUG_FORMS)
 
 
+def _named_as_such(term: Term) -> bool:
+    """A domain term naming a thing, a quoted word or a Latin name: what the asker names, not how they tell what
+    was done (配镜、散瞳: domain words for an act)."""
+    return term.quoted or term.text.isascii() or (term.entity and get_tokenizer().is_noun(term.text))
+
+
 def _may_decide(weighted: Weighted) -> bool:
     """A domain term, an abbreviation or a noun rare in general Chinese (麦粒肿、大发作) can decide; an everyday word
     (日常、老人、一项) or a verb is too often the asker's own wording for what the text says otherwise."""
@@ -1439,6 +1463,8 @@ def _unit_score(
     in_unit = set(part.aspects) & lex.passage_aspects(_FAILED_CARE.sub("", text))
     if "定义" in part.aspects and _defines(ask, part, text):
         in_unit.add("定义")
+    if CAUSE_ASPECT in part.aspects and _says_what_brings(text, terms):
+        in_unit.add(CAUSE_ASPECT)  # "…不能保持融合，而将产生复视": what brings on the effect asked of is its cause
     over = set(part.aspects) & _heading_aspects(path, lex)
     # A short heading is a section's label (适用人群); a long one names a topic (a guideline's title: 阿片类药物不良反应
     # 综合防治专家共识) and says nothing of what each of its sentences is about.

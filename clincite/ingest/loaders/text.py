@@ -22,6 +22,7 @@ from clincite.ingest.loaders.base import (
     ordinal_heading_level,
 )
 from clincite.ingest.loaders.insert import insert_fields, write_insert
+from clincite.text.script import fold
 
 # Byte-order marks, longest first (the UTF-32-LE mark begins with the UTF-16-LE one).
 BOMS = [
@@ -139,10 +140,12 @@ def plain_document(text: str, title: str) -> LoadedDocument:
             builder.paragraph(join_lines(paragraph))
             paragraph.clear()
 
-    opening = _opening_heading(lines, width)
+    opening = _opening_heading(lines, width, title)
     asked = _asked_lines(lines, width)
+    numbered = _numbered_headings(lines)
     for index, line in enumerate(lines):
         if index == opening:
+            flush()  # a page's chrome above the line that names its subject stays before it
             builder.heading(1, line.text)
             continue
         if index in asked:
@@ -151,6 +154,8 @@ def plain_document(text: str, title: str) -> LoadedDocument:
             continue
         # A numbered line filling the width is an item wrapping on ("（三）CRP、LDH…明显升高，出现的时"), not a heading
         level = ordinal_heading_level(line.text) if line.text and not (width and _full(line, width)) else 0
+        if not level and index in numbered:  # under the entry's name, where its first line names it
+            level = numbered[index] + (opening is not None)
         if not line.text or level or (paragraph and _ITEM_START.match(line.text)):
             flush()
         if level:
@@ -161,6 +166,25 @@ def plain_document(text: str, title: str) -> LoadedDocument:
                 flush()
     flush()
     return builder.build()
+
+
+def _numbered_headings(lines: list[_Line]) -> dict[int, int]:
+    """An encyclopedia entry's numbered section lines as a wiki exports them ("3 概述", "4.1 裂孔的分布"): a number,
+    a space and a short name alone on a line, at least MIN_NUMBERED_HEADINGS of them top-level and their numbers
+    going up. Each heads its section, one level down per dot; "1." and "1、" number list items and are left alone.
+    {line index: heading level}; {} for any other text."""
+    found = {i: m for i, line in enumerate(lines) if (m := _NUMBERED_HEADING.match(line.text))}
+    tops = [int(m.group("top")) for m in found.values() if not m.group("sub")]
+    if len(tops) < MIN_NUMBERED_HEADINGS or tops != sorted(tops) or len(set(tops)) != len(tops):
+        return {}
+    return {i: 1 + m.group("sub").count(".") for i, m in found.items()}
+
+
+# "3 概述", "4.1 裂孔的分布": a number (dots between its parts), one space, a name of a few words, nothing after
+_NUMBERED_HEADING = re.compile(
+    r"^(?P<top>\d{1,2})(?P<sub>(?:\.\d{1,2}){0,2}) (?=\S)[^\d\s。，、；：！？,.;:!?()（）]{2,16}$"
+)
+MIN_NUMBERED_HEADINGS = 3
 
 
 def _asked_lines(lines: list[_Line], width: int) -> dict[int, int]:
@@ -236,23 +260,50 @@ def _unquoted(value: str) -> str:
     return value
 
 
-def _opening_heading(lines: list[_Line], width: int) -> int | None:
+def _opening_heading(lines: list[_Line], width: int, title: str = "") -> int | None:
     """The index of a first line that heads the text ("狗尾草熬水能治近视吗", an article's or a notice's heading, with
     the text after it): short, not a sentence, not the start of a wrapped paragraph. Read as a heading, it says what
-    every passage of the text is about and is never quoted as if it answered. None when the text opens otherwise."""
+    every passage of the text is about and is never quoted as if it answered. None when the text opens otherwise.
+    A web page saved as text may open with its site's chrome ("阿里康网", "查疾病", "Loading AI tools"): where the
+    first line shares nothing with the file's name and one of the next few lines does ("散光"), that one heads."""
     filled = [i for i, line in enumerate(lines) if line.text]
-    if len(filled) < 2:
+    if len(filled) < 2 or not _may_head(lines[filled[0]], width):
         return None
-    first = lines[filled[0]]
-    if (
-        _display_width(first.text) > MAX_OPENING_WIDTH
-        or first.text.endswith((*SENTENCE_END, "：", ":", "，", ","))
-        or (width and _full(first, width))
-        or ordinal_heading_level(first.text)
-        or len(_COMMAS.findall(first.text)) >= MAX_OPENING_COMMAS
-    ):
-        return None  # "中文字幕在线…,亚洲一级…,九九热…": a re-posted page's keyword line heads nothing
+    if title and not _shares_words(lines[filled[0]].text, title):
+        for index in filled[1:OPENING_LINES_SEARCHED]:
+            candidate = lines[index]
+            if (
+                index != filled[-1]
+                and "|" not in candidate.text
+                and _may_head(candidate, width)
+                and _shares_words(candidate.text, title)
+            ):
+                return index
     return filled[0]
+
+
+def _may_head(line: _Line, width: int) -> bool:
+    return not (
+        _display_width(line.text) > MAX_OPENING_WIDTH
+        or line.text.endswith((*SENTENCE_END, "：", ":", "，", ","))
+        or (width and _full(line, width))
+        or ordinal_heading_level(line.text)
+        or len(_COMMAS.findall(line.text)) >= MAX_OPENING_COMMAS  # "中文字幕在线…,亚洲一级…,九九热…": a re-posted
+    )  # page's keyword line heads nothing
+
+
+def _shares_words(line: str, title: str) -> bool:
+    """Two Chinese characters in a row, or a word of three letters or more, written in both."""
+    line, title = fold(line).lower(), fold(title).lower()
+    pairs = {line[i : i + 2] for i in range(len(line) - 1) if _HAN_PAIR.fullmatch(line[i : i + 2])}
+    if any(pair in title for pair in pairs):
+        return True
+    return bool(set(_LATIN_WORD.findall(line)) & set(_LATIN_WORD.findall(title)))
+
+
+OPENING_LINES_SEARCHED = 6  # how far down a page's chrome the line naming the file's subject may be
+_HAN_PAIR = re.compile(r"[\u4e00-\u9fff]{2}")
+_LATIN_WORD = re.compile(r"[a-z]{3,}")
 
 
 @dataclass
