@@ -141,5 +141,11 @@ def test_a_pages_chrome_above_the_line_naming_its_subject_heads_nothing():
     page = "某某健康网\n散光\n快速搜索\n\n散光是眼球各经线屈光力不一致造成的屈光不正（演示材料）。\n"
     sections = plain_document(page, "散光-yanke").sections
     assert [s.heading_path for s in sections if s.heading_path] == [["散光"]], [s.heading_path for s in sections]
+    form = (  # a question box's lines, a form label and breadcrumbs before the entry's own heading
+        "标题不应少于2个字\n提问 关闭\n验证码:\n匿名提问\n首页 > 疾病库 > 白内障 > 概述\n白内障的概述\n"
+        "白内障是晶状体混浊导致的视力下降（演示材料）。\n"
+    )
+    headed = [s.heading_path for s in plain_document(form, "白内障-wiki").sections if s.heading_path]
+    assert headed == [["白内障的概述"]], headed
     notice = "通知\n\n下周一门诊暂停一天（演示材料）。\n"  # no line names the file's subject: the first still heads
     assert [s.heading_path for s in plain_document(notice, "门诊安排").sections] == [["通知"]]

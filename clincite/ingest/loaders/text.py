@@ -264,17 +264,20 @@ def _opening_heading(lines: list[_Line], width: int, title: str = "") -> int | N
     """The index of a first line that heads the text ("狗尾草熬水能治近视吗", an article's or a notice's heading, with
     the text after it): short, not a sentence, not the start of a wrapped paragraph. Read as a heading, it says what
     every passage of the text is about and is never quoted as if it answered. None when the text opens otherwise.
-    A web page saved as text may open with its site's chrome ("阿里康网", "查疾病", "Loading AI tools"): where the
-    first line shares nothing with the file's name and one of the next few lines does ("散光"), that one heads."""
+    A web page saved as text may open with its site's chrome ("阿里康网", "查疾病", a form's "标题不应少于2个字"):
+    where the first line shares nothing with the file's name and a line below it does ("散光", "白内障的概述") before
+    any sentence, that one heads."""
     filled = [i for i, line in enumerate(lines) if line.text]
     if len(filled) < 2 or not _may_head(lines[filled[0]], width):
         return None
     if title and not _shares_words(lines[filled[0]].text, title):
         for index in filled[1:OPENING_LINES_SEARCHED]:
             candidate = lines[index]
+            if candidate.text.endswith(_FULL_STOP):
+                break  # the text has begun: what heads it is its first line after all
             if (
                 index != filled[-1]
-                and "|" not in candidate.text
+                and not _NOT_A_TITLE.search(candidate.text)
                 and _may_head(candidate, width)
                 and _shares_words(candidate.text, title)
             ):
@@ -301,7 +304,9 @@ def _shares_words(line: str, title: str) -> bool:
     return bool(set(_LATIN_WORD.findall(line)) & set(_LATIN_WORD.findall(title)))
 
 
-OPENING_LINES_SEARCHED = 6  # how far down a page's chrome the line naming the file's subject may be
+_FULL_STOP = ("。", "！", "？", "!", "?")  # a sentence has ended (a form's "验证码:" is chrome)
+_NOT_A_TITLE = re.compile(r"\||>.*>")  # a table's row, a breadcrumb trail ("首页 > 疾病库 > 白内障")
+OPENING_LINES_SEARCHED = 40  # how far down a page's chrome (lines that are no sentence) the subject's line may be
 _HAN_PAIR = re.compile(r"[\u4e00-\u9fff]{2}")
 _LATIN_WORD = re.compile(r"[a-z]{3,}")
 
