@@ -131,8 +131,11 @@ def test_which_kind_of_people_asks_who_gets_it():
 def test_a_wikis_numbered_section_lines_head_their_sections_under_the_entrys_name():
     sections = [s.heading_path for s in plain_document(RETINAL_DETACHMENT, "原发性视网膜脱离-医学百科").sections]
     assert ["原发性视网膜脱离", "3 好发人群"] in sections, sections
-    listed = "用药注意（演示材料）\n\n1 每日一次\n\n2 睡前使用\n\n一次一滴，不要多用。\n"  # two numbered lines: no run
-    assert all(len(path) <= 1 for path in (s.heading_path for s in plain_document(listed, "注意").sections))
+    for listed in (  # two numbered lines are no run; three one under another are a list's items, not headings
+        "用药注意（演示材料）\n\n1 每日一次\n\n2 睡前使用\n\n一次一滴，不要多用。\n",
+        "用药清单（演示材料）\n\n1 阿托品滴眼液\n\n2 人工泪液\n\n3 抗生素眼膏\n\n请按时使用。\n",
+    ):
+        assert all(len(s.heading_path) <= 1 for s in plain_document(listed, "注意").sections), listed
 
 
 def test_a_pages_chrome_above_the_line_naming_its_subject_heads_nothing():

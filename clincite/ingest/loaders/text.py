@@ -170,13 +170,17 @@ def plain_document(text: str, title: str) -> LoadedDocument:
 
 def _numbered_headings(lines: list[_Line]) -> dict[int, int]:
     """An encyclopedia entry's numbered section lines as a wiki exports them ("3 概述", "4.1 裂孔的分布"): a number,
-    a space and a short name alone on a line, at least MIN_NUMBERED_HEADINGS of them top-level and their numbers
-    going up. Each heads its section, one level down per dot; "1." and "1、" number list items and are left alone.
-    {line index: heading level}; {} for any other text."""
+    a space and a short name alone on a line, at least MIN_NUMBERED_HEADINGS of them top-level, their numbers
+    going up and each with text of its own under it. Each heads its section, one level down per dot; "1." and
+    "1、" number list items and are left alone. {line index: heading level}; {} for any other text."""
     found = {i: m for i, line in enumerate(lines) if (m := _NUMBERED_HEADING.match(line.text))}
     tops = [int(m.group("top")) for m in found.values() if not m.group("sub")]
     if len(tops) < MIN_NUMBERED_HEADINGS or tops != sorted(tops) or len(set(tops)) != len(tops):
         return {}
+    filled = [i for i, line in enumerate(lines) if line.text]
+    after = dict(pairwise(filled))
+    if any(after.get(i) is None or after[i] in found for i, m in found.items() if not m.group("sub")):
+        return {}  # "1 阿托品滴眼液" / "2 人工泪液" one under another: a list's items, no section's heading
     return {i: 1 + m.group("sub").count(".") for i, m in found.items()}
 
 
