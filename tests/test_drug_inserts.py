@@ -167,3 +167,25 @@ async def test_another_drugs_eye_drops_are_no_title_over_the_drug_asked(tmp_path
     result = await inserts(tmp_path).ask("奥洛他定滴眼液孕妇能用吗？")
     assert "拉坦前列素" not in result.answer.split("### 论据与来源", 1)[1], result.answer
     assert "未找到" in tldr(result.answer), result.answer
+
+
+# An insert a site saved without its labels: each field's value alone on its line, the drug named only by the file.
+NAPHAZOLINE_UNLABELLED = (
+    "本品为复方制剂，每毫升含盐酸萘甲唑林0.02毫克、马来酸氯苯那敏0.2毫克（演示材料）。\n"
+    "辅料为：氯化钠、硼酸、羟苯乙酯。\n"
+    "本品为无色澄明液体。\n"
+    "用于缓解眼疲劳、结膜充血及眼痒等症状。\n"
+    "滴入眼睑内。一次1~2滴，一日3~4次。\n"
+    "偶见一过性眼部刺激感。\n"
+    "尚不明确。\n"
+    "1.本品仅供滴眼用。\n"
+    "2.闭角型青光眼患者禁用。\n"
+)
+
+
+async def test_how_often_to_put_drops_in_is_answered_where_the_insert_says_滴(tmp_path: Path):
+    """ "一天点几次" puts drops in: the insert writes 滴 ("一次1~2滴，一日3~4次"), never 点, and its dose line is
+    the answer, not the line of what each millilitre holds."""
+    service = library(tmp_path, {"萘甲唑林氯苯那敏滴眼液-说明书.txt": NAPHAZOLINE_UNLABELLED})
+    said = tldr((await service.ask("萘甲唑林氯苯那敏滴眼液一天点几次，每次几滴？")).answer)
+    assert "一日3~4次" in said, said

@@ -70,9 +70,11 @@ VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole
 # words ("時(shí)間") are taken out, and the paragraphs after an opening sentence that lists their topics in turn are
 # headed by them; 22: a drug's package insert as drug sites show it reads as one section per field under its label
 # and the drug's name, and a labelled field's value on the line under its label is kept; 23: an encyclopedia
-# entry's wiki-numbered section lines ("3 概述", "4.1 …") head their sections): the next ingest of an existing KB
+# entry's wiki-numbered section lines ("3 概述", "4.1 …") head their sections; 24: a handout's short lines each over
+# a bulleted list head their lists, and a page's chrome line yields to one below naming its subject more fully): the
+# next ingest of an existing KB
 # reads every file again, so an upgrade's better reading reaches the documents.
-READER_VERSION = 23
+READER_VERSION = 24
 READER_KEY = "reader_version"
 
 Status = Literal["added", "updated", "unchanged", "skipped", "removed", "would-remove"]

@@ -96,6 +96,7 @@ class Lexicon:
     def quantity_asked(self, question: str) -> str:
         """The kind of number a question asks for (时间、剂量、年龄 …), "number" for a bare 多少/几, else ""."""
         question = SEVERAL.sub("余", question)  # "糖尿病十几年" tells how long; it does not ask
+        question = HEDGES.sub("", question)  # "概率大概有多高" asks what "概率有多高" asks
         found = [
             (len(word), kind) for kind, (words, _) in self.quantities.items() for word in words if word in question
         ]
@@ -141,6 +142,7 @@ def _disease_of(term: str) -> list[str]:
 
 # 几 after these says "several" (十几年、好几天、这几天、最近几天、前几年), it asks no number; 前 only opening a
 # clause, for "术前几天停药" asks one
+HEDGES = re.compile(r"(?:大概|大约|大致|一般|通常|到底|究竟)(?=有?多[高大少]|是多少|为多少)")
 SEVERAL = re.compile(r"(?:[十好这那近头]|(?<![\u4e00-\u9fff])前)几")
 
 

@@ -80,7 +80,7 @@ CHOICE_JOINERS = ("还是", "或", "或者")  # of lexicon.joiners: the ones tha
 DEGREE_ADVERBS = ("比较",)  # of lexicon.ask_cues: before an adjective an adverb of degree, not a comparison
 MANY_WORDS = ("哪些", "哪几个", "哪几种", "哪几类", "有几种")  # of lexicon.function_words: they ask for several things
 # of lexicon.quantity_words: nouns naming what is measured, which a text heads its figures with (常用浓度): searched too
-MEASURED = {"浓度", "频率"}
+MEASURED = {"浓度", "频率", "概率", "几率", "机率"}
 EITHER_JOINERS = ("或", "或者")  # … of which either one is asked about ("开着小夜灯或者大灯"), not which one (还是)
 TOGETHER_SHARE = 0.3  # a new subject this often written with the last one goes on in its setting
 DRUG_NAME_RARITY = 12.0  # a word a dosage form is written onto names a drug when this rare (依匹斯汀, not 中药)
@@ -688,6 +688,12 @@ def _mark_activity_asked(ask: Ask) -> None:
             term.activity = True
 
 
+PROHIBITIONS = {"不能", "不可以", "不可", "不要", "不宜", "不让", "禁止"}
+# the span a restriction lasts, asked: "几天之内不能洗脸", "多久不要揉眼", "多长时间内不宜游泳"
+_WHILE_NOT = re.compile(
+    r"(?:多久|多长时间|几天|几周|几个星期|几个月|多少天)(?:之内|以内|内)?(?:都|还|也)?(?:不能|不可以|不可|不要|不宜|不让|禁止)"
+)
+
 _WHEN_ALLOWED = re.compile(
     r"(?:多久|多长时间|几天|几周|几个月|什么时候|啥时候|何时)(?:以后|之后|后)?(?:才|就)?(?:可以|能够|能|才能|可)"
     r"(?:自己|再|去|正常)?(?P<act>[\u4e00-\u9fff]{2,4})$"
@@ -935,11 +941,39 @@ def _contrasts(inherited: str, own: str) -> bool:
     return inherited != own and len(inherited) == len(own) and inherited[-1] == own[-1] and not own.isascii()
 
 
+def _instils(tokens: list[str], index: int) -> bool:
+    """ "一天点几次", "每次点两滴": 点 here is putting drops in, which a text writes as 滴 ("一次2~3滴")."""
+    if tokens[index] != INSTIL_SAID:
+        return False
+    after = tokens[index + 1] if index + 1 < len(tokens) else ""
+    return bool(_COUNTED_AFTER.match(after)) or (index > 0 and tokens[index - 1] in _HOW_OFTEN)
+
+
+STILL = "还是"  # "A还是B？" offers a choice; "还是模糊，…" says a state goes on
+
+
+def _says_still(ask: Ask, tokens: list[str], index: int) -> bool:
+    """还是 before a word that is no thing ("还是模糊", "还是不行"), in a clause another one follows that is not
+    closed by "？": the asker says how things still are, and asks in a clause of its own."""
+    after = tokens[index + 1] if index + 1 < len(tokens) else ""
+    if not after or get_tokenizer().is_noun(after):
+        return False
+    clause = next((c for c in _CLAUSES.findall(ask.resolved) if STILL + after in c), "")
+    return clause.endswith(("，", ",", "；", ";", "。", "！", "!"))  # a clause that asks ends in "？" or the question
+
+
+_CLAUSES = re.compile(r"[^，,；;。？?！!]+[，,；;。？?！!]?")
+
+
 def _short(text: str) -> bool:
     return len(text) <= SHORT_FOLLOW_UP
 
 
 _INSTIL = re.compile(r"要点(?=[几多])")  # 要点几滴、要点多久: 要 + 点 (to instil), as jieba would not cut it
+# 点 (to instil) as an asker says it; labels and inserts write 滴 (滴眼、一次1滴、滴入结膜囊)
+INSTIL_SAID, INSTIL_WRITTEN = "点", "滴"
+_COUNTED_AFTER = re.compile(r"^(?:几|多少|多久|多长|[一二两三四五六七八九十半\d])")  # 点几次、点多久、点两滴
+_HOW_OFTEN = {"一天", "每天", "一日", "每日", "每次", "一次", "每晚", "晚上", "睡前"}  # 一天点、睡前点
 
 
 def _normalise_asking(text: str) -> str:
@@ -1169,6 +1203,8 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
             # With nothing asked before, "作者那个excel" names the excel: there is no earlier topic it could be.
             skip = in_a_chat and token in lex.demonstratives and bool(following) and following not in lex.function_words
             continue
+        if token == STILL and _says_still(ask, tokens, index):
+            continue  # "看近处还是模糊，会不会有问题？": still blurred, no choice between two things
         if token in lex.joiners:
             # "A和B": a joiner between two subjects (not "效果和副作用", two aspects of one subject)
             before_term = bool(ask.terms) and ask.terms[-1].text == _last_content(tokens[:index], lex)
@@ -1195,6 +1231,8 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
         if _counts_or_bounds(tokens, index, lex):
             continue
         validity = token == VALID and _asks_validity(tokens, index, lex)  # 有效 then is a word a text has
+        if token in PROHIBITIONS and _WHILE_NOT.search(ask.resolved):
+            continue  # "几天之内不能洗脸": how long a restriction lasts, which the text sets ("7天内勿洗脸"), no 禁忌证
         if _prevented(tokens, index, lex):
             pass  # "怎么预防阿米巴感染": the 感染 prevented is what is asked about, not its risk
         elif token in lex.ask_cues and not validity and not _has_object(tokens, index, lex):
@@ -1214,6 +1252,8 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
         if any(t.text == token or lowered in t.variants for t in ask.terms):
             continue  # "人工晶体闪辉（glistening）", "带状疱疹后神经痛（PHN）": one concept, named twice
         term = Term(token, lex.variants(token), entity=lex.is_entity(token), generic=token in lex.generic)
+        if _instils(tokens, index):
+            term.variants = [*term.variants, INSTIL_WRITTEN]
         term.either, offered = offered, ""
         ask.terms.append(term)
     if ask.joined and len(ask.subjects) < 2:

@@ -55,6 +55,10 @@ SPECIFIC_SPAN = 5.0  # … and how much rarer it must be to count fully (需要 
 RATIO_KIND = "比例"
 AGE_KIND = "年龄"
 _RATIO = re.compile(r"\d(?:\.\d+)?\s*[:：∶比]\s*\d")  # 4:1, 1∶1, 3比1; not "1：" numbering a list item
+# "约每两万位受检者可能会有一位": one in so many, said in words
+_ONE_IN = re.compile(
+    r"每[\d一二两兩三四五六七八九十百千万萬]+[位个個名例人][^。；;，,]{0,12}?[有]?[\d一二两兩三四五六七八九十]+[位个個名例人]"
+)
 EVERY_KINDS = ("时间", "次数")  # the quantities "每 + unit" gives (每年一次, 每晚)
 WEAK_BM25 = 2.0  # a best BM25 score below this is normalised by it: the search bonus shrinks with the signal
 ABOUT_SHARE = 0.9  # the section about the subject beats one that only mentions it scoring up to 1/0.9 as much
@@ -1468,7 +1472,15 @@ def _unit_score(
     over = set(part.aspects) & _heading_aspects(path, lex)
     # A short heading is a section's label (适用人群); a long one names a topic (a guideline's title: 阿片类药物不良反应
     # 综合防治专家共识) and says nothing of what each of its sentences is about.
-    own_heading = lex.passage_aspects(path[-1]) if path and len(path[-1]) <= LABEL_HEADING_CHARS else set()
+    # A heading naming what is asked about besides the aspect ("MCT配镜注意事项") is a handout's title over all it
+    # says (its follow-up visits too), no label of one aspect.
+    own_heading = (
+        lex.passage_aspects(path[-1])
+        if path
+        and len(path[-1]) <= LABEL_HEADING_CHARS
+        and not any(match(w, path[-1].lower()) == 1.0 for w in terms if _names_a_subject(w))
+        else set()
+    )
     if own_heading and not own_heading & set(part.aspects) and not set(part.aspects) & lex.free_aspects:
         in_unit = set()  # under "适用人群", a sentence saying 不适合 … does not make the section a 禁忌证 one
     if in_unit:
@@ -1568,6 +1580,16 @@ def _enumerates(unit: Unit, text: str) -> bool:
     """A list, or a sentence that enumerates ("①经常性眼球胀痛…；②经常出现…", "A、B、C、D"): web pages and
     guidelines often run their items together in one paragraph."""
     return unit.kind == "list" or len(_INLINE_ITEM.findall(text)) >= INLINE_ITEMS or text.count("、") >= SERIES_MARKS
+
+
+def _names_a_subject(weighted: Weighted) -> bool:
+    """A word of two characters or more that is neither everyday nor the asker's own scene (OK镜, MCT; not 至少)."""
+    term = weighted.term
+    return (
+        len(term.text) >= 2
+        and not (term.generic or term.scene or term.context)
+        and (term.entity or not weighted.common)
+    )
 
 
 def _titled_by_term(heading: str, terms: list[Weighted]) -> bool:
@@ -1816,8 +1838,8 @@ def _answers_number(
 def _number_of_kind(ask: Ask, text: str, lex: Lexicon) -> bool:
     text = _CALENDAR_DATE.sub(" ", text)  # 《指南（2024年版）》、2023年5月: a date, never how long or how many
     text = _ENUMERATED.sub("", text)  # "2.滴眼液中含有…": an item's number is no count of 滴
-    if ask.quantity == RATIO_KIND and _RATIO.search(text):
-        return True  # "1:1 到 4:1" gives a 比例 as much as "20%" does
+    if ask.quantity == RATIO_KIND and (_RATIO.search(text) or _ONE_IN.search(text)):
+        return True  # "1:1 到 4:1" or "每两万人有一位" gives a 比例 as much as "20%" does
     units = lex.quantities.get(ask.quantity, (None, None))[1]
     if not units:
         return bool(_DIGIT.search(_ENUMERATED.sub("", text)))  # "8)房角关闭…": an item's number is no figure

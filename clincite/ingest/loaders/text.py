@@ -143,6 +143,7 @@ def plain_document(text: str, title: str) -> LoadedDocument:
     opening = _opening_heading(lines, width, title)
     asked = _asked_lines(lines, width)
     numbered = _numbered_headings(lines)
+    labels = _list_labels(lines, width)
     for index, line in enumerate(lines):
         if index == opening:
             flush()  # a page's chrome above the line that names its subject stays before it
@@ -156,6 +157,8 @@ def plain_document(text: str, title: str) -> LoadedDocument:
         level = ordinal_heading_level(line.text) if line.text and not (width and _full(line, width)) else 0
         if not level and index in numbered:  # under the entry's name, where its first line names it
             level = numbered[index] + (opening is not None)
+        if not level and index in labels and index != opening:
+            level = 1 + (opening is not None and opening < index)
         if not line.text or level or (paragraph and _ITEM_START.match(line.text)):
             flush()
         if level:
@@ -189,6 +192,30 @@ _NUMBERED_HEADING = re.compile(
     r"^(?P<top>\d{1,2})(?P<sub>(?:\.\d{1,2}){0,2}) (?=\S)[^\d\s。，、；：！？,.;:!?()（）]{2,16}$"
 )
 MIN_NUMBERED_HEADINGS = 3
+
+
+def _list_labels(lines: list[_Line], width: int) -> set[int]:
+    """The short lines each over a bulleted list ("清潔原則" then "• 手術後二星期內…", "日常注意事項" then its
+    bullets): a handout's section names, where it has at least two. Set of line indices."""
+    filled = [i for i, line in enumerate(lines) if line.text]
+    labels = {
+        here
+        for here, after, then in zip(filled, filled[1:], filled[2:])
+        if _BULLET.match(lines[after].text)
+        and _BULLET.match(lines[then].text)  # a list of two items at least, not a table's cell over a value
+        and not _BULLET.match(lines[here].text)
+        and not _ITEM_START.match(lines[here].text)
+        and _HAN_PAIR.search(lines[here].text)  # a table's stray "|" names nothing
+        and _display_width(lines[here].text) <= MAX_LABEL_WIDTH
+        and not lines[here].text.endswith((*SENTENCE_END, "，", ",", "；", ";"))
+        and not (width and _full(lines[here], width))
+    }
+    return labels if len(labels) >= MIN_LIST_LABELS else set()
+
+
+_BULLET = re.compile(r"^(?:[•·●○◆◇■□▪▸►]\s*|[-*–]\s+)\S")  # "-->返回主站" is no item
+MAX_LABEL_WIDTH = 20  # display columns: "回診時請攜帶", "手術前檢查項目", a section's name, not a sentence
+MIN_LIST_LABELS = 2  # a text with two or more such labels has sections; one alone is a lead-in
 
 
 def _asked_lines(lines: list[_Line], width: int) -> dict[int, int]:
@@ -274,19 +301,24 @@ def _opening_heading(lines: list[_Line], width: int, title: str = "") -> int | N
     filled = [i for i, line in enumerate(lines) if line.text]
     if len(filled) < 2 or not _may_head(lines[filled[0]], width):
         return None
-    if title and not _shares_words(lines[filled[0]].text, title):
-        for index in filled[1:OPENING_LINES_SEARCHED]:
-            candidate = lines[index]
-            if candidate.text.endswith(_FULL_STOP):
-                break  # the text has begun: what heads it is its first line after all
-            if (
-                index != filled[-1]
-                and not _NOT_A_TITLE.search(candidate.text)
-                and _may_head(candidate, width)
-                and _shares_words(candidate.text, title)
-            ):
-                return index
-    return filled[0]
+    if not title:
+        return filled[0]
+    # the first line, or one below it before any sentence that shares more words with the file's name: a shop
+    # page's "服務項目:眼袋手術推薦…" shares 手術 with 《屈光手术术后注意事项》,
+    # its "各種屈光手術…術後注意事項" far more
+    best, most = filled[0], _shared_pairs(lines[filled[0]].text, title)
+    for index in filled[1:OPENING_LINES_SEARCHED]:
+        candidate = lines[index]
+        if candidate.text.endswith(_FULL_STOP):
+            break  # the text has begun: what heads it is its first line after all
+        if (
+            index != filled[-1]
+            and not _NOT_A_TITLE.search(candidate.text)
+            and _may_head(candidate, width)
+            and (shared := _shared_pairs(candidate.text, title)) > most
+        ):
+            best, most = index, shared
+    return best
 
 
 def _may_head(line: _Line, width: int) -> bool:
@@ -299,13 +331,12 @@ def _may_head(line: _Line, width: int) -> bool:
     )  # page's keyword line heads nothing
 
 
-def _shares_words(line: str, title: str) -> bool:
-    """Two Chinese characters in a row, or a word of three letters or more, written in both."""
+def _shared_pairs(line: str, title: str) -> int:
+    """How many pairs of Chinese characters in a row, and words of three letters or more, both write."""
     line, title = fold(line).lower(), fold(title).lower()
     pairs = {line[i : i + 2] for i in range(len(line) - 1) if _HAN_PAIR.fullmatch(line[i : i + 2])}
-    if any(pair in title for pair in pairs):
-        return True
-    return bool(set(_LATIN_WORD.findall(line)) & set(_LATIN_WORD.findall(title)))
+    words = set(_LATIN_WORD.findall(line)) & set(_LATIN_WORD.findall(title))
+    return sum(1 for pair in pairs if pair in title) + len(words)
 
 
 _FULL_STOP = ("。", "！", "？", "!", "?")  # a sentence has ended (a form's "验证码:" is chrome)
