@@ -38,6 +38,7 @@ ASKING_FORMS = {
     "好不好": "是否",
     "对不对": "是否",
     "算不算": "是否",
+    "靠不靠谱": "是否靠谱",  # whether a treatment or product works as claimed: 靠谱 asks its 疗效
 }
 TREATMENT_VERB = "治疗"
 CONTRAINDICATION = "禁忌证"
@@ -58,6 +59,7 @@ _WHEN_CHOICE = re.compile(rf"{_NOW_OR_LATER}[^，,。？?；;]*还是|还是[^�
 RATING_VERBS = {"定", "算", "评", "判", "属于", "定为", "评为", "算是", "属"}  # "定几级": which grade, asked of a case
 CLASSIFIERS = set("张个支瓶副盒片粒根条位件份本台")  # after 那/这/每/一 they count ("开的那张证明"): no word to find
 POINTING = set("那这哪每一两几")
+WHOLE = set("整满半")  # 整片、满瓶、半张: how much of a thing, as 一片 is
 WITHIN = "内"  # "多长时间内有效": part of the time asked, not a word a text must have
 VALID = "有效"  # "…内有效", "有效期": how long something stays valid, not whether a treatment works (疗效)
 OBJECT_VERBS = {"预防", "避免", "防范"}  # with an object after them they ask about an effect, not for precautions
@@ -66,6 +68,7 @@ RISKS = "风险与并发症"
 PREVENTED_SPAN = 3
 SWITCH_WORDS = {"那", "那么", "还有", "另外"}
 ANOTHER_QUESTION = ("另外", "还有", "顺便")
+GOING_ON = {"那", "那么"}  # a question opening on them goes on from the last one (另外、还有 announce another)
 OWNERS = {
     "我",
     "我的",
@@ -437,7 +440,9 @@ def analyse(
         # "一般会持续多久？" after 屈光手术后干眼 names nothing of its own; "加巴喷丁一天用多少？" after PHN's drugs
         # names what the library writes of with PHN: both go on in the last question's setting, searched with it.
         # "补充维生素D有用吗？" after 红光治疗 is a new question: the setting is only weighed, never searched.
-        if context and (not own or (together and together(own, context))):
+        # "那平时多久要查一次糖化？" after 糖尿病: opening on 那, the asker goes on in the same setting
+        goes_on = bool(tokens) and tokens[0] in GOING_ON
+        if context and (not own or goes_on or (together and together(own, context))):
             ask.terms = [*context, *ask.terms]
             ask.follow_up = True
             ask.resolved = _topic_of(before) + _strip_markers(text, lex)
@@ -473,8 +478,8 @@ def _counts_or_bounds(tokens: list[str], index: int, lex: Lexicon) -> bool:
     token, before = tokens[index], tokens[index - 1] if index else ""
     if token in CLASSIFIERS and before in POINTING:
         return True
-    if len(token) == 2 and token[0] in POINTING - {"一", "两", "几"} and token[1] in CLASSIFIERS:
-        return True  # jieba's 这张: a demonstrative with its classifier
+    if len(token) == 2 and token[0] in POINTING - {"一", "两", "几"} | WHOLE and token[1] in CLASSIFIERS | {"块"}:
+        return True  # jieba's 这张: a demonstrative with its classifier; 整片 of "发展成整片脱离": how much of it
     return token == WITHIN and (before in lex.quantity_words or bool(_ASKS_NUMBER.match(before)))
 
 
@@ -702,13 +707,17 @@ _WHEN_ALLOWED = re.compile(
 
 def _mark_kind_asked(ask: Ask) -> None:
     """ "还可能伴随哪些视觉问题？": the word between the asking word and 问题 is the kind of answer wanted, which a
-    text gives as the problems themselves (视敏度下降、畏光) without naming their kind: the asker's wording."""
-    for found in _KIND_ASKED.finditer(ask.resolved):
+    text gives as the problems themselves (视敏度下降、畏光) without naming their kind: the asker's wording. So is the
+    disease asked for ("最后查出来是什么眼病？"), which a text names (白内障), never as 眼病."""
+    for found in [*_KIND_ASKED.finditer(ask.resolved), *_DISEASE_ASKED.finditer(ask.resolved)]:
         for term in ask.terms:
             if term.text == found.group("kind") and not (term.entity or term.quoted):
                 term.scene = True
 
 
+_DISEASE_ASKED = re.compile(  # not 病人、病因、病史 …: no disease
+    r"(?:哪些|哪种|哪类|什么|啥|何种)(?P<kind>[\u4e00-\u9fff]{1,2}(?:病|疾))(?![人变毒历房区情灶因理例号种史])"
+)
 _KIND_ASKED = re.compile(r"(?:哪些|哪种|哪类|什么|啥)(?P<kind>[\u4e00-\u9fff]{2,4}?)(?:方面)?(?:的)?(?:问题|毛病|麻烦)")
 
 

@@ -79,6 +79,7 @@ EXTRA_CUES = 2
 OWN_CUE_BONUS = 0.03  # a unit naming the aspect in the asker's own word, over one naming it otherwise
 DRUG_FORMS = ("眼药水", "滴眼液", "眼药", "滴眼剂", "眼膏", "眼药膏")  # a form a text may not name (局部抗生素)
 EYE_ROUTES = ("滴眼", "点眼", "眼用", "经眼给药")  # … or names by how it is given
+GIVING_VERBS = ("滴", "点", "涂", "抹", "吃", "服", "喷")  # putting a drug in, which a text on it need not write
 TREATMENT_ASPECT = "治疗"
 TOLD_SHARE = 0.3  # a term told before the asking clause, in choosing the sentence of a passage (`_as_asked`)
 SEARCH_WEIGHT = 0.25  # how much the search engine's own score counts beside the reading of the passage
@@ -747,6 +748,8 @@ def match(weighted: Weighted, text: str) -> float:
         return 1.0
     if _member_named(weighted, text) or _age_said(weighted, text) or _region_named(weighted, text):
         return 1.0
+    if _group_named(weighted, text):
+        return 1.0
     if any(part in text for part in weighted.tokens):
         return PARTIAL_MATCH
     return 0.0
@@ -756,6 +759,16 @@ def _member_named(weighted: Weighted, text: str) -> bool:
     """A drug class asked of (散瞳药、阿片类药物) is named by a text naming one of its members (托吡卡胺、吗啡)."""
     members = get_lexicon().members
     return any(_occurs(m, text) for v in weighted.term.variants for m in members.get(v, ()))
+
+
+def _group_named(weighted: Weighted, text: str) -> bool:
+    """People asked of by a narrower group (小学生) are named by a text on the group they belong to (儿童、学生): what
+    it says of children it says of pupils. Only for people: what a text says of a drug class need not hold for each
+    member."""
+    lex = get_lexicon()
+    if weighted.term.text not in lex.populations:
+        return False
+    return any(_occurs(group, text) for v in weighted.term.variants for group in lex.kinds.get(v, ()))
 
 
 def _region_named(weighted: Weighted, text: str) -> bool:
@@ -1072,7 +1085,8 @@ def _about(subjects: list[Weighted], headings: str, text: str) -> bool:
 
 def _mark_forms_of_drugs(ask: Ask, weighted: list[Weighted]) -> None:
     """The form a named drug is asked in: the question names a drug (噻吗洛尔眼药水), or writes the form onto a word
-    no dictionary has (洛度沙胺滴眼液, whose drug jieba cuts into 洛度 + 沙胺): a product's name."""
+    no dictionary has (洛度沙胺滴眼液, whose drug jieba cuts into 洛度 + 沙胺): a product's name. So is the verb of
+    putting a named drug in (滴、吃)."""
     drug_named = any(_names_a_drug(w) or ask.names_drug(w.term) for w in weighted)
     tokenizer = get_tokenizer()
 
@@ -1080,6 +1094,11 @@ def _mark_forms_of_drugs(ask: Ask, weighted: list[Weighted]) -> None:
         return len(word) >= 2 and bool(_HAN.fullmatch(word)) and not tokenizer.knows(word)
 
     for w in weighted:
+        if w.term.text in GIVING_VERBS:
+            # "那滴了以后最常见的副作用是什么？": of a named drug, having put it in is what the text on it is about;
+            # "几点点？", "一天点几次" ask of the putting in itself
+            w.form_of_drug = drug_named and _given_before(ask.resolved, w.term.text)
+            continue
         if w.term.text.lower() not in DRUG_FORMS:
             continue
         at = ask.resolved.find(w.term.text)
@@ -1095,10 +1114,24 @@ def _mark_forms_of_drugs(ask: Ask, weighted: list[Weighted]) -> None:
         w.form_of_drug = drug_named or onto_a_name
 
 
+def _given_before(text: str, verb: str) -> bool:
+    """Every time the question writes the verb (not the 点 of 几点、一点), it is done before what is asked: 滴了以后、
+    点完、吃过."""
+    done = [m.end() for m in re.finditer(verb, text) if text[max(m.start() - 1, 0) : m.start()] not in _COUNTING]
+    return bool(done) and all(text.startswith(_DONE, end) for end in done)
+
+
+_COUNTING = ("几", "一", "有", "差")  # 几点、一点、有点、差点: no verb
+_DONE = ("了", "完", "过", "后", "以后", "之后")
+
+
 def _names_a_drug(weighted: Weighted) -> bool:
-    """The term names a drug (`Tokenizer.is_drug_name`)."""
+    """The term names a drug (`Tokenizer.is_drug_name`), or ends in one's name (低浓度阿托品: 阿托品 of a strength)."""
     tokenizer = get_tokenizer()
-    return any(tokenizer.is_drug_name(v) for v in weighted.term.variants if v not in DRUG_FORMS)
+    names = [v for v in weighted.term.variants if v not in DRUG_FORMS]
+    return any(tokenizer.is_drug_name(v) for v in names) or any(
+        tokenizer.is_drug_name(piece) for piece in weighted.tokens if any(v.endswith(piece) for v in names)
+    )
 
 
 def _named_as_such(term: Term) -> bool:
