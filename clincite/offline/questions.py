@@ -68,7 +68,7 @@ RISKS = "风险与并发症"
 PREVENTED_SPAN = 3
 SWITCH_WORDS = {"那", "那么", "还有", "另外"}
 ANOTHER_QUESTION = ("另外", "还有", "顺便")
-GOING_ON = {"那", "那么"}  # a question opening on them goes on from the last one (另外、还有 announce another)
+GOING_ON = SWITCH_WORDS - set(ANOTHER_QUESTION)  # 那、那么: a question opening on them goes on from the last one
 OWNERS = {
     "我",
     "我的",
@@ -478,7 +478,7 @@ def _counts_or_bounds(tokens: list[str], index: int, lex: Lexicon) -> bool:
     token, before = tokens[index], tokens[index - 1] if index else ""
     if token in CLASSIFIERS and before in POINTING:
         return True
-    if len(token) == 2 and token[0] in POINTING - {"一", "两", "几"} | WHOLE and token[1] in CLASSIFIERS | {"块"}:
+    if len(token) == 2 and token[0] in (POINTING - {"一", "两", "几"}) | WHOLE and token[1] in CLASSIFIERS | {"块"}:
         return True  # jieba's 这张: a demonstrative with its classifier; 整片 of "发展成整片脱离": how much of it
     return token == WITHIN and (before in lex.quantity_words or bool(_ASKS_NUMBER.match(before)))
 

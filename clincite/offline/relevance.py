@@ -746,9 +746,9 @@ def match(weighted: Weighted, text: str) -> float:
         text = text.replace(name, " ")
     if any(_occurs(variant, text) for variant in weighted.term.variants):
         return 1.0
-    if _member_named(weighted, text) or _age_said(weighted, text) or _region_named(weighted, text):
+    if _member_named(weighted, text) or _group_named(weighted, text):
         return 1.0
-    if _group_named(weighted, text):
+    if _age_said(weighted, text) or _region_named(weighted, text):
         return 1.0
     if any(part in text for part in weighted.tokens):
         return PARTIAL_MATCH
@@ -763,8 +763,8 @@ def _member_named(weighted: Weighted, text: str) -> bool:
 
 def _group_named(weighted: Weighted, text: str) -> bool:
     """People asked of by a narrower group (小学生) are named by a text on the group they belong to (儿童、学生): what
-    it says of children it says of pupils. Only for people: what a text says of a drug class need not hold for each
-    member."""
+    it says of children it says of pupils. The other way round from `_member_named`, and only for people: a drug's
+    class names it only as a title over it (`_broader_in`)."""
     lex = get_lexicon()
     if weighted.term.text not in lex.populations:
         return False
