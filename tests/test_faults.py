@@ -413,6 +413,41 @@ async def test_postgres_down_30_s_mid_load_loses_no_answer_and_no_rating(outage_
     assert not [a.question for a in asked if a.question.split("（")[0] in log], "question text in the log"
 
 
+# --- a PostgreSQL that accepts and then says nothing: the accounts and catalogue reads give up ---------------------
+@pytest.fixture
+def silent_postgres():
+    """A port that completes the TCP handshake and never answers (a network partition, a server stalled mid-stop)."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    yield f"postgresql+asyncpg://clincite@127.0.0.1:{listener.getsockname()[1]}/clincite"
+    listener.close()
+
+
+@pytest.mark.parametrize("store", ["accounts", "catalogue"])
+def test_a_postgresql_that_never_answers_is_an_outage_not_a_hang(silent_postgres, store):
+    """The accounts are read on the event loop on every request: a read that waited on a silent server forever held
+    every clinician's socket until it timed out. Now it fails (an outage the stores already handle) within seconds."""
+    from clincite.kb.catalogue import Catalogue
+    from clincite.users.records import AccountRecords
+
+    outcome: list[BaseException] = []
+
+    def open_store():
+        try:
+            AccountRecords(silent_postgres) if store == "accounts" else Catalogue(silent_postgres)
+        except BaseException as exc:  # what it raised is the finding
+            outcome.append(exc)
+
+    opening = threading.Thread(target=open_store, daemon=True)
+    opening.start()
+    opening.join(60)  # a bound for a hang, not a speed target: the store gives up after a few seconds
+    assert not opening.is_alive(), f"the {store} store still waits on a PostgreSQL that never answers"
+    assert outcome, f"the {store} store opened on a server that never answered"
+
+
 # --- a decompression bomb: skipped within its budget; the run ends and releases the lock ------------------------
 def bomb_pdf(operations: int) -> bytes:
     """A 16 KB PDF whose one content stream inflates to megabytes of text operators: pdfminer works for minutes."""

@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import Connection, create_engine, event, inspect, text
 from sqlalchemy.pool import StaticPool
 
+from clincite.core.database import postgres_engine
 from clincite.core.migrations import Migrations, apply_sync
 from clincite.core.naming import remember_title
 from clincite.core.shapes import Chunk, DocumentRecord, Segment
@@ -159,11 +160,7 @@ class Catalogue:
         self.shared = location.startswith("postgresql")
         self._lock = threading.Lock()
         if self.shared:
-            self.engine = create_engine(
-                sync_url(location),
-                pool_pre_ping=True,
-                connect_args={"application_name": "clincite-kb"},
-            )
+            self.engine = postgres_engine(sync_url(location), "clincite-kb")
             self.schema = schema or "kb"
             event.listen(self.engine, "connect", self._search_path)
             with self.engine.begin() as db:

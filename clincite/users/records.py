@@ -29,6 +29,7 @@ from sqlalchemy import Connection, create_engine, event, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
+from clincite.core.database import postgres_engine
 from clincite.core.migrations import Migrations, apply_sync
 
 log = logging.getLogger("clincite.users")
@@ -39,6 +40,9 @@ SCHEMA = "accounts"  # the PostgreSQL schema of the shared database
 # reads the version: a logout on another worker refuses the very next request here.
 STAMP_REUSE_SECONDS = 0.05
 STALE_WARNING_SECONDS = 60.0
+# While the database does not answer, the accounts as last read are served this long before it is asked again: every
+# request reads the accounts on the event loop, and each try may wait SOCKET_TIMEOUT on a silent server.
+DOWN_RETRY_SECONDS = 2.0
 account_migrations = Migrations("accounts")
 
 
@@ -96,12 +100,9 @@ class AccountRecords:
         self._sweeping = threading.local()  # inside one_read() on this thread
         self._last_read: dict[str, dict] | None = None  # what load() returns while the database is down
         self._last_warning = -STALE_WARNING_SECONDS
+        self._failed_at = -DOWN_RETRY_SECONDS  # when a read last found the database down
         if self.shared:
-            self.engine = create_engine(
-                "postgresql+pg8000://" + location.split("://", 1)[1],
-                pool_pre_ping=True,
-                connect_args={"application_name": "clincite-accounts"},
-            )
+            self.engine = postgres_engine("postgresql+pg8000://" + location.split("://", 1)[1], "clincite-accounts")
             event.listen(self.engine, "connect", _search_path)
             with self.engine.begin() as db:
                 db.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{SCHEMA}"'))
@@ -168,6 +169,8 @@ class AccountRecords:
         """Every account's record. While the database does not answer (a PostgreSQL outage), the accounts as last read
         (logged once a minute): logged-in clinicians go on, and logins keep working, instead of every request failing;
         a logout that cannot be written is held in memory meanwhile (web/auth.py)."""
+        if self._last_read is not None and time.monotonic() - self._failed_at < DOWN_RETRY_SECONDS:
+            return self._last_read
         try:
             stamp = self.stamp()
             if self._cache[0] != stamp or stamp is None:
@@ -178,6 +181,7 @@ class AccountRecords:
         except (OSError, SQLAlchemyError) as exc:
             if self._last_read is None:
                 raise
+            self._failed_at = time.monotonic()
             if time.monotonic() - self._last_warning > STALE_WARNING_SECONDS:
                 self._last_warning = time.monotonic()
                 log.error("The accounts database does not answer (%s): using the accounts as last read", exc)
@@ -205,6 +209,7 @@ class AccountRecords:
                     )
             _bump(db)
         self._cache, self._stamp = (None, {}), (-1.0, None)
+        self._failed_at = -DOWN_RETRY_SECONDS  # it took a write: it answers again
         if self._on_change is not None:
             self._on_change()  # the other workers look at once (Redis), not at their next request
         return result
