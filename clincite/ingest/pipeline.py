@@ -71,10 +71,10 @@ VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole
 # headed by them; 22: a drug's package insert as drug sites show it reads as one section per field under its label
 # and the drug's name, and a labelled field's value on the line under its label is kept; 23: an encyclopedia
 # entry's wiki-numbered section lines ("3 概述", "4.1 …") head their sections; 24: a handout's short lines each over
-# a bulleted list head their lists, and a page's chrome line yields to one below naming its subject more fully): the
-# next ingest of an existing KB
+# a bulleted list head their lists, and a page's chrome line yields to one below naming its subject more fully; 25: a
+# first line of figures alone — an interview's clock "17:07", a date — heads nothing): the next ingest of an existing KB
 # reads every file again, so an upgrade's better reading reaches the documents.
-READER_VERSION = 24
+READER_VERSION = 25
 READER_KEY = "reader_version"
 
 Status = Literal["added", "updated", "unchanged", "skipped", "removed", "would-remove"]

@@ -170,6 +170,10 @@ class Term:
     # What a drug the question names is for, told before the clause that asks (过敏性结膜炎 of "奥洛他定滴眼液治过敏性
     # 结膜炎发痒，一天点几次？"): a monograph's 用法用量 does not repeat its 适应证 — it ranks, never decides
     purpose: bool = False
+    # Whose or where the thing asked of is, pointed at with 那个 (卫健委 of "卫健委那个近视防控指南…", 宜兰 of "宜兰那个
+    # 糖友眼底筛查…"): the body that issued it or the place it runs in, which a notice names once at its top if at all
+    # — it ranks, never decides, and is not what is asked about
+    owner: bool = False
     # What one asks when one may do (游泳 of "术后多久可以游泳？", 开车 of "几天能开车"): an everyday word, yet the
     # question's very point — a passage that never names it gives some other time
     activity: bool = False
@@ -206,7 +210,7 @@ class Ask:
         like are aspects of a subject, not subjects)."""
         lex = get_lexicon()
         # what a named drug is asked as used for (过敏性结膜炎 of "奥洛他定滴眼液治过敏性结膜炎…") is not the subject
-        own = [t for t in self.terms if not t.generic and not t.context and not t.purpose and not places_in_time(t)]
+        own = [t for t in self.terms if not (t.generic or t.context or t.purpose or t.owner or places_in_time(t))]
         specific = [t for t in own if t.text.lower() not in lex.not_subjects]
         named = [t for t in specific if t.entity or _abbreviation(t.text) or _proper_name(t) or self.names_drug(t)]
         # 长期用激素眼药水…: no domain term but 眼药水, which is a form rather than a subject; still the best name of it
@@ -245,9 +249,17 @@ class Ask:
         if subjects:
             # "威尔眸（Vigamox）除了细菌性结膜炎…": the product the asker names and glosses is what is asked about
             # "孕妇得了过敏性结膜炎，能用依匹斯汀眼药水吗？": the drug named for a disease is what is asked about
+            # "香港的耀眼行动是个什么计划": the place says whose plan it is; the plan is what is asked about
             return max(
                 subjects,
-                key=lambda t: (_proper_name(t), self.names_drug(t), t.entity, not t.text.isascii(), len(t.text)),
+                key=lambda t: (
+                    _proper_name(t),
+                    self.names_drug(t),
+                    t.entity,
+                    not get_tokenizer().is_place(t.text),
+                    not t.text.isascii(),
+                    len(t.text),
+                ),
             ).text
         return "".join(t.text for t in self.terms) or self.resolved
 
@@ -537,6 +549,15 @@ def split_questions(message: str) -> list[str]:
         elif content:
             questions.append(piece)
     return questions or [message]
+
+
+POINTING_AT_ONE = ("那个", "这个")  # "卫健委那个指南": one thing of the body or place named before it
+_BODY_ENDINGS = ("部", "局", "委", "署", "厅", "办", "政府", "中心")  # 教育部、药监局、卫健委、国健署、卫生厅
+
+
+def _owner_name(word: str) -> bool:
+    """A public body (教育部、药监局、卫健委、衞生署) or a place (宜兰、香港): what it issues or runs is asked of."""
+    return (len(word) >= 2 and word.endswith(_BODY_ENDINGS)) or get_tokenizer().is_place(word)
 
 
 def _names_a_subject(term: Term) -> bool:
@@ -1081,6 +1102,10 @@ def _all_apart(words: list[str]) -> list[str]:
             out += [word[0], word[1]]  # "会长在哪里", "多久能长好": an auxiliary and 长 (grow), not 会长 (a chairman)
         elif _name_and_verb(word):
             out += [word[:-1], word[-1]]  # "润眸安是治什么的": jieba glued 是 onto a name it does not know
+        elif len(word) >= 3 and word[-1] in _AUXILIARIES and not tokenizer.knows(word) and tokenizer.knows(word[:-1]):
+            out += [word[:-1], word[-1]]  # "自己最多要掏多少钱": jieba's guess 最多要 is 最多 + 要
+        elif len(word) >= 4 and word[:2] in _ASKING_HEADS and tokenizer.knows(word[2:]):
+            out += [word[:2], word[2:]]  # "都查哪些项目": jieba knows 哪些项目 as one word; the asking word is no term
         elif glued or (len(word) == 2 and word.endswith("都") and following.startswith(("没", "不"))):
             out += [word[0], word[1]]
         else:
@@ -1089,6 +1114,7 @@ def _all_apart(words: list[str]) -> list[str]:
 
 
 _AUXILIARIES = "会都也就才还能要该"
+_ASKING_HEADS = ("哪些", "哪个", "哪种", "哪类", "哪几", "什么", "多少")  # jieba's dictionary glues a few onto a noun
 _MEASURE_WORDS = "类种些个样项条款"  # what 哪 counts by (哪类、哪种): jieba may glue it onto the noun after
 _GLUED_BEFORE = "算才就都又也再还把被给让很太"  # one-character adverbs and verbs jieba glues onto the word after
 _GROWTH_VERBS = "长"  # a one-character verb jieba glues onto the auxiliary before it into a noun it knows
@@ -1205,6 +1231,7 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
             continue
         if token in lex.follow_up:
             if token in lex.demonstratives and ask.terms and index and tokens[index - 1] == ask.terms[-1].text:
+                ask.terms[-1].owner = token in POINTING_AT_ONE and _owner_name(ask.terms[-1].text)
                 continue  # "急性泪囊炎那种红肿疼的": 那种 points at the word it follows, not back in the chat
             marker = "refer" if token not in SWITCH_WORDS else marker or "switch"  # 它 anywhere refers back
             following = tokens[index + 1] if index + 1 < len(tokens) else ""

@@ -698,6 +698,7 @@ def _known_pieces(terms: list[Term], stats: TermStats, tokenizer) -> list[Term]:
                         told=term.told,  # …and a piece of the scene or of what a treatment is for is that still
                         scene=term.scene,
                         purpose=term.purpose,
+                        owner=term.owner,
                     )
                 )
     return out
@@ -803,7 +804,7 @@ def _coverage(terms: list[Weighted], text: str, headings: str = "") -> float:
 
     def counts(w: Weighted, m: float) -> bool:  # "小夜灯或者大灯": naming one of the two does not miss the other
         # …and a subject carried along from the last question places a passage where it is named, never misses
-        unnamed_ok = w.common or w.term.context or w.term.purpose or w.form_of_drug or w.measure_asked
+        unnamed_ok = w.common or w.term.context or w.term.purpose or w.term.owner or w.form_of_drug or w.measure_asked
         return bool(m) or not (unnamed_ok or other_named(w))
 
     total = sum(w.weight for w, m in found if counts(w, m)) or 1.0
@@ -1148,7 +1149,8 @@ def _may_decide(weighted: Weighted) -> bool:
         return True
     if term.generic and weighted.scarce and term.text in get_lexicon().populations:
         return True  # 儿童 in a library of adult pain guidelines: a passage not naming children is on adults
-    if term.generic or term.context or term.purpose:  # 孩子、患者: the asker's word for whoever the text is about
+    # 孩子、患者: the asker's word for whoever the text is about; 卫健委 of "卫健委那个指南": who issued it
+    if term.generic or term.context or term.purpose or term.owner:
         return False
     if term.text in PREFERENCE_WORDS:
         return False
@@ -1194,7 +1196,7 @@ def _named_subjects(ask: Ask, part: Part, terms: list[Weighted]) -> list[Weighte
         names = {
             t.text
             for t in compound(ask, ask.subject)
-            if _narrows(t) and not t.scene and not _askers_figure(ask, t.text)
+            if _narrows(t) and not t.scene and not t.owner and not _askers_figure(ask, t.text)
         }
         names |= {ask.subject} if any(t.text == ask.subject and t.entity for t in ask.terms) else set()
     return [w for w in terms if w.term.text in names]

@@ -224,10 +224,13 @@ def _conclusion(items: list[Item]) -> list[str]:
     return lines
 
 
+_BULLET_MARK = re.compile(r"^[-*•·●▪]\s+")  # a plain text's "- " item mark: markup, not words of the answer
+
+
 def one_line(text: str) -> str:
     """A list or a table read in one line (its items apart by "；"): the words as written, the line breaks of the
     quote (论据与来源 keeps them verbatim) made readable in the TL;DR and 完整结论."""
-    lines = [line.strip() for line in text.split("\n") if line.strip()]
+    lines = [_BULLET_MARK.sub("", line.strip()) for line in text.split("\n") if line.strip()]
     out = ""
     for line in lines:
         if out and out[-1] not in "：:；;。！？!?，,、":

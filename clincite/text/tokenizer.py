@@ -256,6 +256,10 @@ class Tokenizer:
         flags = self._flags(word)
         return bool(flags) and all(flag == "d" for flag in flags)
 
+    def is_place(self, word: str) -> bool:
+        """jieba's part of speech says the word is a place name (ns): 香港、台北, not 眼科 or 医院."""
+        return self._flags(word) == ["ns"]
+
     def is_adjective(self, word: str) -> bool:
         """jieba's part of speech says the word describes (好、合适、安全): a, ad, an."""
         flags = self._flags(word)

@@ -324,6 +324,7 @@ def _opening_heading(lines: list[_Line], width: int, title: str = "") -> int | N
 def _may_head(line: _Line, width: int) -> bool:
     return not (
         _display_width(line.text) > MAX_OPENING_WIDTH
+        or not _WORDED.search(line.text)  # "17:07", "2025-06-28": an interview's clock or a page's date names nothing
         or line.text.endswith((*SENTENCE_END, "：", ":", "，", ","))
         or (width and _full(line, width))
         or ordinal_heading_level(line.text)
@@ -339,6 +340,7 @@ def _shared_pairs(line: str, title: str) -> int:
     return sum(1 for pair in pairs if pair in title) + len(words)
 
 
+_WORDED = re.compile(r"[^\W\d_]")  # a letter or a Han character: a line of figures and marks alone is no heading
 _FULL_STOP = ("。", "！", "？", "!", "?")  # a sentence has ended (a form's "验证码:" is chrome)
 _NOT_A_TITLE = re.compile(r"\||>.*>")  # a table's row, a breadcrumb trail ("首页 > 疾病库 > 白内障")
 OPENING_LINES_SEARCHED = 40  # how far down a page's chrome (lines that are no sentence) the subject's line may be
