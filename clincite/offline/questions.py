@@ -178,6 +178,12 @@ class Term:
     # question's very point — a passage that never names it gives some other time
     activity: bool = False
 
+    @property
+    def ranks_only(self) -> bool:
+        """What a drug is for (`purpose`) or who issued the thing asked of (`owner`): it ranks a passage naming it,
+        never decides, is never missed where a passage does not name it, and is not what is asked about."""
+        return self.purpose or self.owner
+
 
 @dataclass
 class Ask:
@@ -210,7 +216,7 @@ class Ask:
         like are aspects of a subject, not subjects)."""
         lex = get_lexicon()
         # what a named drug is asked as used for (过敏性结膜炎 of "奥洛他定滴眼液治过敏性结膜炎…") is not the subject
-        own = [t for t in self.terms if not (t.generic or t.context or t.purpose or t.owner or places_in_time(t))]
+        own = [t for t in self.terms if not (t.generic or t.context or t.ranks_only or places_in_time(t))]
         specific = [t for t in own if t.text.lower() not in lex.not_subjects]
         named = [t for t in specific if t.entity or _abbreviation(t.text) or _proper_name(t) or self.names_drug(t)]
         # 长期用激素眼药水…: no domain term but 眼药水, which is a form rather than a subject; still the best name of it

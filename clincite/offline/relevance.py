@@ -804,7 +804,7 @@ def _coverage(terms: list[Weighted], text: str, headings: str = "") -> float:
 
     def counts(w: Weighted, m: float) -> bool:  # "小夜灯或者大灯": naming one of the two does not miss the other
         # …and a subject carried along from the last question places a passage where it is named, never misses
-        unnamed_ok = w.common or w.term.context or w.term.purpose or w.term.owner or w.form_of_drug or w.measure_asked
+        unnamed_ok = w.common or w.term.context or w.term.ranks_only or w.form_of_drug or w.measure_asked
         return bool(m) or not (unnamed_ok or other_named(w))
 
     total = sum(w.weight for w, m in found if counts(w, m)) or 1.0
@@ -1150,7 +1150,7 @@ def _may_decide(weighted: Weighted) -> bool:
     if term.generic and weighted.scarce and term.text in get_lexicon().populations:
         return True  # 儿童 in a library of adult pain guidelines: a passage not naming children is on adults
     # 孩子、患者: the asker's word for whoever the text is about; 卫健委 of "卫健委那个指南": who issued it
-    if term.generic or term.context or term.purpose or term.owner:
+    if term.generic or term.context or term.ranks_only:
         return False
     if term.text in PREFERENCE_WORDS:
         return False
