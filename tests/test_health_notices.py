@@ -191,3 +191,16 @@ def test_an_interviews_clock_heads_nothing():
     )
     document = plain_document(transcript, "近视防控访谈-某网")
     assert all("17:07" not in section.heading_path for section in document.sections), document.sections
+
+
+def test_a_reposted_pages_breadcrumbs_are_not_its_heading():
+    """A repost opens on its site's breadcrumbs: its title line below them heads the page, not "首页 > 资讯 > …"."""
+    from clincite.ingest.loaders.text import plain_document
+
+    page = (
+        "首页 > 资讯 > 角膜塑形镜验配避坑指南\n\n角膜塑形镜验配避坑指南\n\n2025-06-28 来源：某市疾控\n\n"
+        "角膜塑形镜应在具备眼科诊疗科目的医疗机构验配，验配前须做全面眼部检查。\n"
+    )
+    document = plain_document(page, "角膜塑形镜验配-某疾控转载")
+    headings = [heading for section in document.sections for heading in section.heading_path]
+    assert headings == ["角膜塑形镜验配避坑指南"], headings

@@ -72,7 +72,8 @@ VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole
 # and the drug's name, and a labelled field's value on the line under its label is kept; 23: an encyclopedia
 # entry's wiki-numbered section lines ("3 概述", "4.1 …") head their sections; 24: a handout's short lines each over
 # a bulleted list head their lists, and a page's chrome line yields to one below naming its subject more fully; 25: a
-# first line of figures alone — an interview's clock "17:07", a date — heads nothing): the next ingest of an existing KB
+# first line of figures alone — an interview's clock "17:07", a date — heads nothing, and a breadcrumb trail first
+# ("首页 > 资讯 > …") yields to the line below it naming the page's subject): the next ingest of an existing KB
 # reads every file again, so an upgrade's better reading reaches the documents.
 READER_VERSION = 25
 READER_KEY = "reader_version"

@@ -306,7 +306,9 @@ def _opening_heading(lines: list[_Line], width: int, title: str = "") -> int | N
     # the first line, or one below it before any sentence that shares more words with the file's name: a shop
     # page's "服務項目:眼袋手術推薦…" shares 手術 with 《屈光手术术后注意事项》,
     # its "各種屈光手術…術後注意事項" far more
-    best, most = filled[0], _shared_pairs(lines[filled[0]].text, title)
+    # a breadcrumb trail first ("首页 > 资讯 > …指南") yields to the line below it that names the page's subject
+    first = lines[filled[0]].text
+    best, most = filled[0], 0 if _TRAIL.search(first) else _shared_pairs(first, title)
     for index in filled[1:OPENING_LINES_SEARCHED]:
         candidate = lines[index]
         if candidate.text.endswith(_FULL_STOP):
@@ -342,7 +344,8 @@ def _shared_pairs(line: str, title: str) -> int:
 
 _WORDED = re.compile(r"[^\W\d_]")  # a letter or a Han character: a line of figures and marks alone is no heading
 _FULL_STOP = ("。", "！", "？", "!", "?")  # a sentence has ended (a form's "验证码:" is chrome)
-_NOT_A_TITLE = re.compile(r"\||>.*>")  # a table's row, a breadcrumb trail ("首页 > 疾病库 > 白内障")
+_TRAIL = re.compile(r">.*>")  # a breadcrumb trail ("首页 > 疾病库 > 白内障")
+_NOT_A_TITLE = re.compile(rf"\||{_TRAIL.pattern}")  # a table's row, a breadcrumb trail
 OPENING_LINES_SEARCHED = 40  # how far down a page's chrome (lines that are no sentence) the subject's line may be
 _HAN_PAIR = re.compile(r"[\u4e00-\u9fff]{2}")
 _LATIN_WORD = re.compile(r"[a-z]{3,}")
