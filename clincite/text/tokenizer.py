@@ -24,6 +24,7 @@ MEDICAL_TERMS = "thuocl_medical.txt"
 GENERAL_MEDICAL_FREQUENCY = 50_000
 # jieba's tags of nouns (n, nr, nz, ns, nt …), time nouns (t: 潜伏期) and abbreviated nouns (j: 医保、社保)
 NOUN_TAGS = ("n", "t", "j")
+TAGGED_WORDS_KEPT = 50_000  # words whose part-of-speech tags are kept (a bound, never reached by one KB's questions)
 VERB_ENDINGS = set("过着了到出进来去完好起上下住成")  # written on a verb: 做过、开着、伤到、拿出
 PHRASE_FREQUENCY = 3  # jieba's frequency for the idioms and set phrases its dictionary lists (这么久、打扫卫生)
 MIN_DICTIONARY_WORD = 3  # shorter synonyms would re-cut ordinary text around them
@@ -144,6 +145,7 @@ class Tokenizer:
         self.synonyms = load_synonyms(lexicon_dir / "synonyms.json")
         self.signature = _signature(lexicon_dir, jieba.__version__)
         self._pos = None  # jieba's part-of-speech tagger over the same dictionary, built on first use
+        self._tags: dict[str, list[str]] = {}  # a word's tags, once tagged: the judge asks of the same words often
         for group in self.synonyms:  # a named concept stays one word (加巴喷丁, not 加巴 + 喷丁), in text and query
             for term in group:
                 if len(term) >= MIN_DICTIONARY_WORD and not term.isascii():
@@ -266,11 +268,16 @@ class Tokenizer:
         return bool(flags) and all(flag.startswith("a") for flag in flags)
 
     def _flags(self, word: str) -> list[str]:
+        if (tags := self._tags.get(word)) is not None:
+            return tags
         if self._pos is None:
             import jieba.posseg
 
             self._pos = jieba.posseg.POSTokenizer(self._jieba)
-        return [flag for _, flag in self._pos.lcut(fold(word))]
+        if len(self._tags) >= TAGGED_WORDS_KEPT:
+            self._tags.clear()
+        tags = self._tags[word] = [flag for _, flag in self._pos.lcut(fold(word))]
+        return tags
 
     def general_rarity(self, word: str) -> float:
         """How rare the word is in general Chinese (jieba's dictionary frequencies): ln(total / (freq + 1)); ~6 for
