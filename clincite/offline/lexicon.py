@@ -116,6 +116,10 @@ class Lexicon:
             return True
         return any(len(lowered) > len(s) and lowered.endswith(s) for s in self.medical_suffixes)
 
+    def is_medical_wording(self, word: str) -> bool:
+        """A longer word ending in a medical head (红眼病、干眼症、结膜炎): a disease or treatment named as such."""
+        return any(len(word) > len(s) and word.endswith(s) for s in self.medical_suffixes)
+
     def variants(self, term: str) -> list[str]:
         """The term and its synonyms (OK镜 → 角膜塑形镜 …), lower-cased, the term first."""
         lowered = term.lower()

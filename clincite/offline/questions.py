@@ -19,7 +19,9 @@ from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Protocol
 
+from clincite.core.shapes import ChatTurn
 from clincite.offline.lexicon import Lexicon, get_lexicon, says_several
+from clincite.report.format import ABSTAIN_TLDR, tldr_of
 from clincite.text.script import fold
 from clincite.text.tokenizer import get_tokenizer
 
@@ -112,6 +114,18 @@ MODAL_OPENINGS = {
 _PUNCT = re.compile(r"^[\W_]+$")
 # Words on either side of a clause break never make one term: "散瞳查眼底，检查完…" is no 眼底检查.
 _CLAUSE_BREAK = re.compile(r"[，。；！？、,;!?\n]+")
+LISTED = "、"
+_LISTING_BREAK = re.compile(r"([，。；！？,;!?\n]+|、)")
+
+
+def _clauses_of(text: str, lex: Lexicon) -> list[str]:
+    """The question's clauses; where it asks of each thing it names (分别、各自), a "、" between two of them stays, as
+    the joiner it is ("宝宝长了霰粒肿、泪道不通，分别怎么处理？" asks of each)."""
+    if not any(word in text for word in lex.split_words):
+        return _CLAUSE_BREAK.split(text)
+    return [piece for piece in _LISTING_BREAK.split(text) if piece == LISTED or not _CLAUSE_BREAK.fullmatch(piece)]
+
+
 # 哪几天: which days, a number too; 哪几个时期 asks which ones (a list), not how many
 _ASKS_NUMBER = re.compile(r"^(?:哪?(?:多少|多久|多长|几[次天日周月年岁级针点度])|几个)")
 # "什么是X / X是什么 / X到底是什么东西 / X是啥": what X is, when nothing else is asked (定义, a free aspect: a boost)
@@ -251,7 +265,7 @@ class Ask:
     @property
     def subject(self) -> str:
         """The most specific subject (the longest domain term), else the content words as written: what titles use."""
-        subjects = self.subjects
+        subjects, lex = self.subjects, get_lexicon()
         if subjects:
             # "威尔眸（Vigamox）除了细菌性结膜炎…": the product the asker names and glosses is what is asked about
             # "孕妇得了过敏性结膜炎，能用依匹斯汀眼药水吗？": the drug named for a disease is what is asked about
@@ -265,6 +279,8 @@ class Ask:
                     not get_tokenizer().is_place(t.text),
                     not t.text.isascii(),
                     len(t.text),
+                    # "眼睛红得像兔子，红眼病是什么病？": of two alike, the disease the asking clause names
+                    not t.told and lex.is_medical_wording(t.text),
                 ),
             ).text
         return "".join(t.text for t in self.terms) or self.resolved
@@ -286,8 +302,10 @@ class Ask:
         if aspect:
             head = f"{head}的{aspect}" if head else aspect
         lex = get_lexicon()
-        rest = [t.text for t in self.terms if t not in chosen and (subjects is None or t not in self.set_apart)]
-        rest.sort(key=lambda word: word not in self.resolved)  # the question's own order, inherited words first
+        others = [t for t in self.terms if t not in chosen and (subjects is None or t not in self.set_apart)]
+        # inherited words first (激光 of "想做近视激光…" goes on with 近视), then the question's own, in its order
+        others.sort(key=lambda t: (not t.inherited, t.text not in self.resolved))
+        rest = [t.text for t in others]
         rest += [c for c in self.cues if lex.aspect_of(c) == aspect and c != aspect] if aspect else []
         rest += lex.quantity_search.get(self.quantity, [])  # "孩子多大可以戴OK镜": where the text gives an age
         return " ".join(dict.fromkeys(w for w in [head, *rest] if w)) or self.resolved
@@ -363,6 +381,43 @@ def written_together(index: Passages | None) -> Together | None:
     return together
 
 
+FINDINGS_CARRIED = 2  # domain terms of an answer's TL;DR a follow-up may go on with
+FINDING_ASPECT = "诊断结果"
+
+
+def previous_questions(history: list[ChatTurn]) -> list[str]:
+    """The chat's earlier questions, oldest first, each as a follow-up reads it: where one asked what the
+    asker's trouble is ("医生查出了啥？", "这是什么病？") and its answer named it, with that name after it
+    ("…查出了啥：睑板腺功能障碍、干眼症"), for "那这个还能完全恢复吗？" asks on about what the answer found, not
+    about the story the question told."""
+    questions = []
+    for index, turn in enumerate(history):
+        if turn.role != "user":
+            continue
+        reply = history[index + 1] if index + 1 < len(history) else None
+        answer = reply.content if reply is not None and reply.role == "assistant" else ""
+        questions.append(with_finding(turn.content, tldr_of(answer)))
+    return questions
+
+
+def with_finding(question: str, tldr: str, lexicon: Lexicon | None = None) -> str:
+    """`question`, with the domain terms its answer's TL;DR named after it where it asked what the trouble is."""
+    lex = lexicon or get_lexicon()
+    if (
+        not tldr
+        or tldr.startswith(ABSTAIN_TLDR.split("“")[0])
+        or FINDING_ASPECT not in analyse(question, lexicon=lex).aspects
+    ):
+        return question
+    asked = fold(question).lower()
+    names = [
+        word
+        for word in dict.fromkeys(get_tokenizer().words(fold(tldr)))
+        if word.lower() in lex.entities and word.lower() not in asked
+    ][:FINDINGS_CARRIED]
+    return f"{question.strip().rstrip(TRAILING)}：{'、'.join(names)}" if names else question
+
+
 def analyse(
     question: str,
     previous: list[str] | None = None,
@@ -381,7 +436,9 @@ def analyse(
     while text.endswith(PARTICLES) and len(text) > 1:  # 有用吗 → 有用: a particle glued to the last word
         text = text[:-1].rstrip(TRAILING)
     tokens = [
-        word for clause in _CLAUSE_BREAK.split(text) for word in _merge(_potential_complements(_words(clause)), lex)
+        word
+        for clause in _clauses_of(text, lex)
+        for word in ([LISTED] if clause == LISTED else _merge(_potential_complements(_words(clause)), lex))
     ]
     ask = Ask(question=question, resolved=text, same_message=same_message)
     marker = _classify(ask, tokens, lex, bool(previous))
@@ -409,6 +466,7 @@ def analyse(
     _mark_felt_after_use(ask, lex)
     _mark_nature_asked(ask, lex)
     _negation_told(ask, lex)
+    _undone_told(ask, lex)
     _mark_described(ask, lex)
     _mark_adverbs(ask, lex)
     _mark_activity_asked(ask)
@@ -880,6 +938,32 @@ def _negation_told(ask: Ask, lex: Lexicon) -> None:
         ask.aspects = [a for a in ask.aspects if a != CONTRAINDICATION]
 
 
+_UNDONE = ("没有", "没去", "没再", "没", "未", "从没", "一直没")  # "半年没去复查": what the asker did not do
+
+
+def _undone_told(ask: Ask, lex: Lexicon) -> None:
+    """ "配了眼镜后半年没去复查，再一查度数怎么样了？": an aspect's word the story says was not done (没去复查) tells
+    what happened, it does not ask for follow-up visits — when the asking clause asks something of its own."""
+    text = ask.resolved
+    clauses, asking = _clauses(text)
+    if len(asking) == len(clauses):
+        return
+
+    def undone(cue: str) -> bool:
+        places = _places(cue, text)
+        return bool(places) and all(
+            not any(a <= at < b for a, b in asking) and text[max(0, at - 3) : at].endswith(_UNDONE) for at in places
+        )
+
+    told = [c for c in ask.cues if lex.aspect_of(c) not in lex.free_aspects and undone(c)]
+    own = [t for t in ask.terms if any(any(a <= at < b for a, b in asking) for at in _places(t.text, text))]
+    if not told or not (own or ask.quantity):
+        return
+    ask.cues = [c for c in ask.cues if c not in told]
+    kept = {lex.aspect_of(c) for c in ask.cues}
+    ask.aspects = [a for a in ask.aspects if a in kept or a not in {lex.aspect_of(c) for c in told}]
+
+
 def _places(word: str, text: str) -> list[int]:
     return [m.start() for m in re.finditer(re.escape(word), text)]
 
@@ -1252,6 +1336,12 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
             before_term = bool(ask.terms) and ask.terms[-1].text == _last_content(tokens[:index], lex)
             after = tokens[index + 1] if index + 1 < len(tokens) else ""
             between = before_term and bool(after) and after not in lex.ask_cues
+            if (
+                token == LISTED
+            ):  # "霰粒肿、新生儿泪道不通分别…": a list joins what it asks of only where it lists conditions
+                between = (
+                    between and ask.terms[-1].entity and (after.lower() in lex.entities or after in lex.populations)
+                )
             ask.joined = ask.joined or between
             # "冲洗泪道或者探通能不能做": 或 asks of either, unless the question asks which one (哪种、选)
             offers_choice = token == "还是" or (token in CHOICE_JOINERS and bool(_ASKS_WHICH.search("".join(tokens))))
@@ -1367,10 +1457,11 @@ def _compared(ask: Ask, joins: list[int]) -> list[list[Term]]:
 
 def _whole_unless_noun(placed: list[tuple[int, int, Term]], run: list[int], trimmed: list[int]) -> list[int]:
     """ "泪囊炎和单纯鼻泪管阻塞": the words after the joiner cut to the other side's length leave only a qualifier
-    (单纯), which names nothing by itself: the whole phrase is the second thing compared, not a word shared by both
-    (as 视力 of "左眼和右眼视力" is)."""
-    adjective = get_tokenizer().is_adjective
-    return run if all(adjective(placed[i][2].text) for i in trimmed) else trimmed
+    (单纯) or whom it is of (新生儿), which names nothing by itself: the whole phrase is the second thing compared,
+    not a word shared by both (as 视力 of "左眼和右眼视力" is)."""
+    adjective, populations = get_tokenizer().is_adjective, get_lexicon().populations
+    # …nor does whom it is of ("霰粒肿、新生儿泪道不通": 新生儿 says whose 泪道不通 is asked of)
+    return run if all(adjective(placed[i][2].text) or placed[i][2].text in populations for i in trimmed) else trimmed
 
 
 def _listed(text: str, placed: list[tuple[int, int, Term]], first: int) -> bool:

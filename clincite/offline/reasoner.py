@@ -37,7 +37,7 @@ from clincite.core.shapes import (
     SufficiencyOutput,
 )
 from clincite.offline.lexicon import get_lexicon
-from clincite.offline.questions import Ask, analyse, split_questions, written_together
+from clincite.offline.questions import Ask, analyse, previous_questions, split_questions, written_together
 from clincite.offline.relevance import Evidence, Part, TermStats, judge
 from clincite.report.extractive import extractive_report
 
@@ -48,10 +48,6 @@ STAGE2_CUES = 4
 _SENTENCE_END = re.compile(r"[。！!；;？?]")
 ASKED_CHARS = 24  # a question of a message this short names its own part
 SEARCH_DEPTH = 12  # passages per retriever: the offline judge is cheap, and reading more finds what ranks lower
-
-
-def previous_questions(history: list[ChatTurn]) -> list[str]:
-    return [turn.content for turn in history if turn.role == "user"]
 
 
 class OfflineReasoner:

@@ -77,6 +77,10 @@ NORMATIVE_BONUS = 0.03  # "每天需要多长时间": the figure a text recommen
 CUE_TIE_STEP = 0.005  # each further word of the unit saying the aspect asked (up to EXTRA_CUES): a tie-break
 EXTRA_CUES = 2
 OWN_CUE_BONUS = 0.03  # a unit naming the aspect in the asker's own word, over one naming it otherwise
+# "孩子老玩手机，眼睛疼得睁不开，医生查出了啥？": a question whose every word tells the asker's story asks what
+# was found or said in it — the unit saying so (得了…, 医生说…) answers; the one retelling the story does not
+STORY_ASPECTS = {"诊断结果", "说法"}
+STORY_BONUS = 0.3
 DRUG_FORMS = ("眼药水", "滴眼液", "眼药", "滴眼剂", "眼膏", "眼药膏")  # a form a text may not name (局部抗生素)
 EYE_ROUTES = ("滴眼", "点眼", "眼用", "经眼给药")  # … or names by how it is given
 GIVING_VERBS = ("滴", "点", "涂", "抹", "吃", "服", "喷")  # putting a drug in, which a text on it need not write
@@ -337,6 +341,8 @@ class Weighted:
     # the question's longer names this word is part of (浓度 of 低浓度阿托品): inside them it is not named on its own
     inside: list[str] = field(default_factory=list)
     said_by_age: bool = False  # who or what is asked by age (小朋友 of "有没有年龄限制"): a text saying an age names it
+    # a kind of figure named (度数 of "再一查度数怎么样了"): a text giving one in its unit ("又下降了50度") names it
+    figure: re.Pattern | None = None
     # the form a named drug is asked in (眼药水 of "噻吗洛尔眼药水"): a monograph's every part is the drug's, though
     # only its 剂型 names the form — it ranks the part on the form, never misses
     form_of_drug: bool = False
@@ -426,6 +432,7 @@ def _judge(
     if not terms or _compares_the_unnamed(ask, stats):
         return []
     _mark_asked_by_age(ask, terms, lex)
+    _mark_said_by_figure(terms, lex)
     _mark_forms_of_drugs(ask, terms)
     for w in terms:
         w.measure_asked = bool(ask.quantity) and w.term.text in MEASURED
@@ -614,6 +621,15 @@ def _mark_asked_by_age(ask: Ask, weighted: list[Weighted], lex: Lexicon) -> None
         w.said_by_age = bool(names & (lex.age_groups | lex.age_words))
 
 
+def _mark_said_by_figure(weighted: list[Weighted], lex: Lexicon) -> None:
+    """度数, 费用, 剂量 …: a term naming a kind of figure the lexicon knows the units of is said by a figure in one."""
+    for w in weighted:
+        units = lex.quantities.get(w.term.text, ((), ()))[1]
+        if units and not w.term.told:  # "度数又往上涨，怎么办": the story's 度数 is no figure asked for
+            alternation = "|".join(re.escape(unit.lower()) for unit in sorted(units, key=len, reverse=True))
+            w.figure = re.compile(rf"\d\s*(?:{alternation})")
+
+
 def _mark_inside(weighted: list[Weighted]) -> None:
     """ "低浓度阿托品…该用哪个浓度？", "阿托品一般点哪个浓度？": the measure asked (浓度) is written inside a name of
     what the question asks of (the question's own, or a domain term naming it: 低浓度阿托品 of 阿托品); a text naming
@@ -664,6 +680,14 @@ def _is_wording(term: Term, tokenizer) -> bool:
     return not (term.entity or term.text.isascii() or _NUMBER.match(term.text) or tokenizer.is_noun(term.text))
 
 
+_FIGURES_JOINED = re.compile(r"\d[\d.]*\s*[%％]?\s*(?:还是|和|或者|或|与|跟|、)\s*\d[\d.]*\s*[%％]")
+
+
+def _figures_compared(ask: Ask) -> bool:
+    """ "0.01%和0.05%哪个效果好？", "到底是0.01%还是0.05%的？": the question weighs two figures of the asker's."""
+    return _FIGURES_JOINED.search(ask.resolved) is not None
+
+
 def _known_pieces(terms: list[Term], stats: TermStats, tokenizer) -> list[Term]:
     """A word the KB has never seen is often a guess of jieba's (时先用, 药降): it counts by its dictionary words
     of two characters or more; a real unknown word (维生素D, 大发作) stays whole."""
@@ -673,8 +697,9 @@ def _known_pieces(terms: list[Term], stats: TermStats, tokenizer) -> list[Term]:
         if term.text.lower() in listed or stats.document_frequency(term.text.lower()) or not stats.size:
             out.append(term)
             continue
-        if tokenizer.is_drug_name(term.text):
-            out.append(term)  # 卡替洛尔 is a drug the library never names, not 卡替 + the 洛尔 of 噻吗洛尔
+        if tokenizer.is_drug_name(term.text) or _NUMBER.match(term.text):
+            # 卡替洛尔 is a drug the library never names, not 卡替 + the 洛尔 of 噻吗洛尔; 0.01% a figure, not 0 + 01
+            out.append(term)
             continue
         pieces = tokenizer.dictionary_words(term.text)
         if len(pieces) == 1 or all(len(p) == 1 for p in pieces):
@@ -779,7 +804,9 @@ def _region_named(weighted: Weighted, text: str) -> bool:
 
 
 def _age_said(weighted: Weighted, text: str) -> bool:
-    return weighted.said_by_age and _AGE.search(text) is not None
+    return (weighted.said_by_age and _AGE.search(text) is not None) or bool(
+        weighted.figure and weighted.figure.search(text)
+    )
 
 
 def _occurs(term: str, text: str) -> bool:
@@ -860,6 +887,8 @@ def _passage(
         return None  # too little of the question, or not what it is decisively about (its rare terms, its subject)
     if not _beyond_the_scene(terms, scope, headings) and not (part.aspects and _cues_of(part, scope, lex)):
         return None
+    if _figures_compared(ask) and not any(match(w, scope) == 1.0 for w in terms if _NUMBER.match(w.term.text)):
+        return None  # "0.01%和0.05%哪个效果好": a passage naming neither figure cannot tell them apart
     needs_aspect = bool(part.aspects) and not set(part.aspects) & lex.free_aspects
     units = _units(hit)
     subjects = [w for w in terms if w.term in (part.subjects or ask.subjects)] or terms
@@ -1524,6 +1553,8 @@ def _unit_score(
         score += 0.25 + CUE_TIE_STEP * min(len(_cues_of(part, lowered, lex)) - 1, EXTRA_CUES)
         if _says_as_asked(ask, part, lowered, lex):
             score += OWN_CUE_BONUS
+        if in_unit & STORY_ASPECTS and all(w.term.scene or w.term.told or w.term.generic for w in terms):
+            score += STORY_BONUS
     elif over:
         score += 0.15
     if own_heading & set(part.aspects):

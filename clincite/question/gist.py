@@ -23,7 +23,7 @@ import numpy as np
 from clincite.core.shapes import ChatTurn
 from clincite.offline import analyse
 from clincite.offline.lexicon import Lexicon, get_lexicon
-from clincite.offline.questions import Together
+from clincite.offline.questions import Together, previous_questions
 from clincite.text.tokenizer import get_tokenizer
 
 # The kind of answer a question wants, by its interrogative: "how long" and "how often" are different questions
@@ -288,7 +288,7 @@ def resolved_follow_up(question: str, history: list[ChatTurn], together: Togethe
     ("低浓度阿托品副作用"), or the aspects it asked ("那HAL呢？" after a question about DIMS's 原理); None for a
     question that stands on its own. `together`: the KB's word on whether a new subject goes with the last one
     (`clincite.offline.questions.written_together`)."""
-    previous = [turn.content for turn in history if turn.role == "user"]
+    previous = previous_questions(history)
     if not previous:
         return None
     ask = analyse(question, previous, together=together)

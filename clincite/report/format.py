@@ -50,6 +50,14 @@ def evidence_item(item: EvidenceItem) -> str:
     return f"**【{item.number}】{item.title}**\n说明：{explanation}\n来源：《{item.source}》\n原文：“{item.quote}”"
 
 
+def tldr_of(report: str) -> str:
+    """A report's TL;DR as written (citation marks and all); "" for text of another shape."""
+    for line in report.splitlines():
+        if line.startswith(TLDR_LABEL):
+            return line[len(TLDR_LABEL) :].strip()
+    return ""
+
+
 def gap_line(gaps: list[str]) -> str:
     named = "、".join(f"“{g}”" for g in gaps)
     return f"**{GAP_LABEL}**：知识库中未找到关于{named}的证据，以上结论不涉及这些方面。"

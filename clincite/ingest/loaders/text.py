@@ -118,6 +118,8 @@ def plain_document(text: str, title: str) -> LoadedDocument:
     """A plain text: one paragraph per line, or per paragraph of wrapped lines; Chinese-numbered lines head
     sections. The file name stays the title (a text's first line is as often a notice's heading as its title)."""
     cleaned = clean_text(text)
+    if _values_of_keyed_lines(cleaned) is None:  # a key-value file's "q1: \"Q:" keys are not noise
+        cleaned = without_jammer(cleaned)
     fields = labelled_fields(cleaned)
     if fields is not None:
         builder = DocumentBuilder(title, title=title)
@@ -349,6 +351,77 @@ _NOT_A_TITLE = re.compile(rf"\||{_TRAIL.pattern}")  # a table's row, a breadcrum
 OPENING_LINES_SEARCHED = 40  # how far down a page's chrome (lines that are no sentence) the subject's line may be
 _HAN_PAIR = re.compile(r"[\u4e00-\u9fff]{2}")
 _LATIN_WORD = re.compile(r"[a-z]{3,}")
+
+
+# Forum software's anti-copy noise ("jammer": Discuz hides random ASCII between a post's words, which a page saved as
+# text keeps): "8 c' S. y5 [# W) Y/ |0 x日前…", "hGo|2@sc 8Gg/M%wq9U" at a line's ends or on lines of their own.
+_NOISE_MARKS = frozenset("{}\\`^$#@_")  # never in a word, a number or a citation
+_TEXT_MARKS = frozenset("[]()+;:'\"!?&/%,.-=~*")  # in "(2019)", "0.01%", "don't", "ICD-11", "n=30", "3~6" too
+_PLAIN_TOKEN = re.compile(  # "(2019)", "0.01%", "3~6", "CT/MR", "aMAP-2", "don't", "S."
+    r"[(\[]?(?:[+\-]?\d+(?:[.,:/\-~]\d+)*[%°]?[A-Za-z]{0,4}|[A-Za-z0-9]+(?:[/'\-.][A-Za-z0-9]+)*)[)\]]?[.,;:!?)]?"
+)
+_ENGLISH_WORD = re.compile(r"[A-Za-z][a-z]{3,}")  # "Lancet," is a word; ":aqskeT" is noise
+_ASCII_TOKEN = re.compile(r"[\x21-\x7e]+")
+_TOKEN = re.compile(r"\S+")
+_GLUED_NOISE = re.compile(r"^[\x21-\x7e]{1,24}(?=[^\x00-\x7f])")  # "x日前", "u5.39.217.77:8898隱形…"
+MIN_JAMMED_RUNS = 2  # a text with this many runs of unmistakable noise …
+JAMMED_LINE_SHARE = 0.1  # … on this share of its lines came from a page that was jammed (a reference list is not)
+
+
+def without_jammer(text: str) -> str:
+    """A forum page's anti-copy noise taken out, where it is unmistakable: runs of short ASCII tokens that are
+    no word, number or citation ("[# W) Y/ |0"), in a text with at least two of them on one line in ten. There, a
+    run of ASCII marks at a line's start or end goes too ("9c %Tv 其中…"), and what such a run glued onto the next
+    Chinese word ("x日前")."""
+    lines = text.split("\n")
+    noisy = sum(_noise(run, strict=True) for line in lines for run in _ascii_runs(line))
+    if noisy < max(MIN_JAMMED_RUNS, JAMMED_LINE_SHARE * sum(1 for line in lines if line.strip())):
+        return text
+    return "\n".join(_dejammed(line) for line in lines)
+
+
+def _ascii_runs(line: str) -> list[list[re.Match]]:
+    """The line's maximal runs of whitespace-separated tokens with no Chinese (or other non-ASCII) in them."""
+    runs: list[list[re.Match]] = [[]]
+    for token in _TOKEN.finditer(line):
+        if _ASCII_TOKEN.fullmatch(token.group()):
+            runs[-1].append(token)
+        elif runs[-1]:
+            runs.append([])
+    return [run for run in runs if run]
+
+
+def _marked(token: str) -> bool:
+    """A token with a mark no word or number carries there ("q$", "[#", "Y/", "%Tv")."""
+    if any(c in _NOISE_MARKS for c in token):
+        return True
+    return any(c in _TEXT_MARKS for c in token) and not _PLAIN_TOKEN.fullmatch(token)
+
+
+def _noise(run: list[re.Match], strict: bool) -> bool:
+    tokens = [t.group() for t in run]
+    if any("://" in t or (_ENGLISH_WORD.search(t) and _PLAIN_TOKEN.fullmatch(t)) for t in tokens):
+        return False  # a run with an English word ("Lancet,") or an address in it is text
+    marked = sum(map(_marked, tokens))
+    if not strict:
+        return marked >= 1
+    lettered = sum(1 for t in tokens if re.search("[A-Za-z]", t))
+    return marked >= 2 and 2 * marked >= len(tokens) and lettered >= 2
+
+
+def _dejammed(line: str) -> str:
+    for run in reversed(_ascii_runs(line)):
+        start, end = run[0].start(), run[-1].end()
+        at_edge = not line[:start].strip() or not line[end:].strip()
+        if not (_noise(run, strict=True) or (at_edge and _noise(run, strict=False))):
+            continue
+        rest = line[end:].lstrip()
+        glued = _GLUED_NOISE.match(rest)
+        if glued and (_marked(glued.group()) or re.fullmatch("[a-z]{1,2}", glued.group())):
+            rest = rest[glued.end() :]
+        before = line[:start].rstrip()  # what lies before the runs still to be looked at keeps its offsets
+        line = before + " " + rest if before.strip() and rest else before + rest
+    return line.strip()
 
 
 @dataclass

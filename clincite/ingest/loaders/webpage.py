@@ -43,7 +43,7 @@ def load_html(path: Path) -> LoadedDocument:
     import trafilatura
     from lxml import etree
 
-    markup = decode_html(path.read_bytes())
+    markup = without_hidden_words(decode_html(path.read_bytes()))
     page_title = _page_title(markup)
     xml = trafilatura.extract(
         markup,
@@ -70,6 +70,36 @@ def load_html(path: Path) -> LoadedDocument:
     if not document.sections:
         raise SkipFile("网页中没有正文文字 (no main content)")
     return document
+
+
+# Words a reader never sees: a forum's anti-copy noise (Discuz's <font class="jammer">, <span style="display:none">)
+# and anything else hidden inline, which would otherwise be quoted as the page's text. Only inline elements: a
+# hidden <div> is as often a tab's panel that a click shows.
+_HIDDEN_INLINE = (
+    "//*[contains(concat(' ', normalize-space(@class), ' '), ' jammer ')]"
+    "|//*[self::span or self::font or self::i or self::em or self::b or self::small or self::ins or self::del]"
+    "[contains(translate(@style, ' ', ''), 'display:none')"
+    " or contains(translate(@style, ' ', ''), 'visibility:hidden')]"
+)
+
+
+def without_hidden_words(markup: str) -> str:
+    """The page without the inline text it hides (see `_HIDDEN_INLINE`); the page as it was when it has none."""
+    if "jammer" not in markup and "display" not in markup and "visibility" not in markup:
+        return markup
+    import lxml.html
+    from lxml import etree
+
+    try:
+        root = lxml.html.document_fromstring(markup)
+    except (ValueError, etree.ParserError):
+        return markup
+    hidden = root.xpath(_HIDDEN_INLINE)
+    if not hidden:
+        return markup
+    for element in hidden:
+        element.drop_tree()  # its tail (the text after it) stays
+    return lxml.html.tostring(root, encoding="unicode")
 
 
 def _walk(element, builder: DocumentBuilder) -> None:
