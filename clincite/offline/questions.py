@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from itertools import pairwise
 from typing import Protocol
 
@@ -382,6 +383,7 @@ def written_together(index: Passages | None) -> Together | None:
 
 
 FINDINGS_CARRIED = 2  # domain terms of an answer's TL;DR a follow-up may go on with
+FINDINGS_KEPT = 1024  # earlier questions read with their answers, kept: chats re-read them at every step
 FINDING_ASPECT = "诊断结果"
 
 
@@ -402,7 +404,17 @@ def previous_questions(history: list[ChatTurn]) -> list[str]:
 
 def with_finding(question: str, tldr: str, lexicon: Lexicon | None = None) -> str:
     """`question`, with the domain terms its answer's TL;DR named after it where it asked what the trouble is."""
-    lex = lexicon or get_lexicon()
+    if lexicon is None:
+        return _with_finding(question, tldr)  # every step of every later turn reads the chat's questions again
+    return _finding_added(question, tldr, lexicon)
+
+
+@lru_cache(maxsize=FINDINGS_KEPT)
+def _with_finding(question: str, tldr: str) -> str:
+    return _finding_added(question, tldr, get_lexicon())
+
+
+def _finding_added(question: str, tldr: str, lex: Lexicon) -> str:
     if (
         not tldr
         or tldr.startswith(ABSTAIN_TLDR.split("“")[0])
