@@ -274,7 +274,7 @@ class Ask:
             return max(
                 subjects,
                 key=lambda t: (
-                    _proper_name(t),
+                    _proper_name(t) and not _counted(self.resolved, t.text),
                     self.names_drug(t),
                     t.entity,
                     not get_tokenizer().is_place(t.text),
@@ -415,19 +415,36 @@ def _with_finding(question: str, tldr: str) -> str:
 
 
 def _finding_added(question: str, tldr: str, lex: Lexicon) -> str:
-    if (
-        not tldr
-        or tldr.startswith(ABSTAIN_TLDR.split("“")[0])
-        or FINDING_ASPECT not in analyse(question, lexicon=lex).aspects
-    ):
+    if not tldr or tldr.startswith(ABSTAIN_TLDR.split("“")[0]):
+        return question
+    ask = analyse(question, lexicon=lex)
+    if not _asks_finding(ask):
         return question
     asked = fold(question).lower()
-    names = [
+    named = [
         word
         for word in dict.fromkeys(get_tokenizer().words(fold(tldr)))
         if word.lower() in lex.entities and word.lower() not in asked
-    ][:FINDINGS_CARRIED]
+    ]
+    if FINDING_ASPECT not in ask.aspects:
+        # what happened is a disease the answer names (飞蚊症), not the words it explains it with (玻璃体、分泌物)
+        named = [word for word in named if lex.is_medical_wording(word)]
+    names = named[:FINDINGS_CARRIED]
     return f"{question.strip().rstrip(TRAILING)}：{'、'.join(names)}" if names else question
+
+
+def _asks_finding(ask: Ask) -> bool:
+    """Whether a question asks what the asker's trouble is: "医生查出了啥？", or a story of what was seen and felt
+    that asks what happened ("眼前总有小黑影飘来飘去，这是怎么回事？"), naming no disease of its own."""
+    if FINDING_ASPECT in ask.aspects:
+        return True
+    told = [t for t in ask.terms if not t.generic]
+    return bool(_WHAT_HAPPENED.search(ask.resolved)) and bool(told) and all(t.told or t.scene for t in told)
+
+
+_WHAT_HAPPENED = re.compile(
+    r"(?:怎么|咋|怎样)(?:一)?回事|怎么了|[这那](?:又)?是(?:啥|什么)(?:病|毛病|情况|东西|问题)?$"
+)
 
 
 def analyse(
@@ -530,7 +547,10 @@ def analyse(
         # "补充维生素D有用吗？" after 红光治疗 is a new question: the setting is only weighed, never searched.
         # "那平时多久要查一次糖化？" after 糖尿病: opening on 那, the asker goes on in the same setting
         goes_on = bool(tokens) and tokens[0] in GOING_ON
-        if context and (not own or goes_on or (together and together(own, context))):
+        if context and own and all(t.told for t in own) and (ask.aspects or ask.quantity):
+            # "那真近视了用上，一般会有哪些副作用？": its own subject only says when; what is asked of is the last one's
+            _inherit_subject(ask, before, text, lex)
+        elif context and (not own or goes_on or (together and together(own, context))):
             ask.terms = [*context, *ask.terms]
             ask.follow_up = True
             ask.resolved = _topic_of(before) + _strip_markers(text, lex)
@@ -668,6 +688,8 @@ def _inherit_subject(ask: Ask, before: Ask, text: str, lex: Lexicon) -> None:
     inherited = [Term(t.text, t.variants, t.entity, t.generic, inherited=True) for t in named]
     if not inherited:
         return
+    if _name_kinds(ask, topic, lex):
+        inherited = [t for t in inherited if t.text != topic]  # 假性近视 and 真性近视, not 近视 as well
     ask.terms = [*[t for t in inherited if t.text not in own], *ask.terms]
     ask.follow_up = True
     ask.resolved = topic + _strip_markers(text, lex)
@@ -682,6 +704,23 @@ def _inherit_subject(ask: Ask, before: Ask, text: str, lex: Lexicon) -> None:
     if not own_ask or asks_on:  # 停药后呢？ 双眼的呢？ ask what the last one asked
         ask.aspects, ask.cues = list(before.aspects), list(before.cues)
         ask.quantity = ask.quantity or before.quantity
+
+
+def _name_kinds(ask: Ask, topic: str, lex: Lexicon) -> list[Term]:
+    """ "那假性跟真性要怎么分？" after a question on 近视: a qualifier the follow-up names is a kind of the last subject
+    (假性近视、真性近视), which is what a text writes."""
+    kinds = []
+    for term in ask.terms:
+        kind = term.text + topic
+        if not term.entity and not term.inherited and _QUALIFIER.fullmatch(term.text) and lex.is_entity(kind):
+            term.text, term.variants, term.entity = kind, lex.variants(kind), True
+            kinds.append(term)
+    if len(kinds) >= 2 and not ask.joined:
+        ask.joined, ask.compared = True, [[kind] for kind in kinds]  # 假性跟真性: the two kinds joined
+    return kinds
+
+
+_QUALIFIER = re.compile(r"[\u4e00-\u9fff]{1,3}[性型]")
 
 
 def _joined_subjects(before: Ask) -> list[Term]:
@@ -980,6 +1019,11 @@ def _places(word: str, text: str) -> list[int]:
     return [m.start() for m in re.finditer(re.escape(word), text)]
 
 
+def _counted(text: str, word: str) -> bool:
+    """ "还有个小脓头": a thing counted (个) is something the asker sees, not a product's name."""
+    return f"个{word}" in text
+
+
 def _proper_name(term: Term) -> bool:
     """A name the asker glosses in brackets ("威尔眸（Vigamox）") or coins no dictionary word makes (宜可利)."""
     return (term.glossed and not term.entity) or _coined_name(term.text)
@@ -1189,7 +1233,12 @@ def _all_apart(words: list[str]) -> list[str]:
     tokenizer = get_tokenizer()
     out: list[str] = []
     for word, following in zip(words, [*words[1:], ""]):
-        glued = len(word) == 2 and word[1] in _GLUED_AFTER and not tokenizer.knows(word)
+        glued = (
+            len(word) == 2
+            and word[1] in _GLUED_AFTER
+            and word[0] not in _NEGATIONS  # "不点药": not applying it at all, said of 点 (instil) itself
+            and (not tokenizer.knows(word) or tokenizer.general_rarity(word) > GLUED_RARITY)
+        )
         if out and out[-1] == "多" and len(word) == 2 and f"多{word[0]}" in _HOW_MUCH_WORDS and word[1] in _AUXILIARIES:
             out[-1] += word[0]  # "长到多大会影响视力": jieba reads 多 / 大会 (a conference); 多大 / 会 it is
             out.append(word[1])
@@ -1208,6 +1257,8 @@ def _all_apart(words: list[str]) -> list[str]:
             out += [word[:-1], word[-1]]  # "自己最多要掏多少钱": jieba's guess 最多要 is 最多 + 要
         elif len(word) >= 4 and word[:2] in _ASKING_HEADS and tokenizer.knows(word[2:]):
             out += [word[:2], word[2:]]  # "都查哪些项目": jieba knows 哪些项目 as one word; the asking word is no term
+        elif glued and word[1] in _A_LITTLE:
+            out.append(word[0])  # "做点啥", "滴点阿托品": 点 is "a little", no word of what is asked
         elif glued or (len(word) == 2 and word.endswith("都") and following.startswith(("没", "不"))):
             out += [word[0], word[1]]
         else:
@@ -1220,7 +1271,10 @@ _ASKING_HEADS = ("哪些", "哪个", "哪种", "哪类", "哪几", "什么", "�
 _MEASURE_WORDS = "类种些个样项条款"  # what 哪 counts by (哪类、哪种): jieba may glue it onto the noun after
 _GLUED_BEFORE = "算才就都又也再还把被给让很太"  # one-character adverbs and verbs jieba glues onto the word after
 _GROWTH_VERBS = "长"  # a one-character verb jieba glues onto the auxiliary before it into a noun it knows
-_GLUED_AFTER = _AUXILIARIES + "些"  # …and "都查些啥" (查些): a verb and the 些 after it
+_GLUED_AFTER = _AUXILIARIES + "些点"  # …and "都查些啥" (查些), "滴点药" (滴点): a verb and the 些/点 after it
+GLUED_RARITY = 16.0  # a two-character word jieba lists this rarely (滴点) is a verb and 点 as the asker means it
+_NEGATIONS = "不没别"
+_A_LITTLE = "点"
 _AFTER_A_NAME = "是有在和跟与"  # one-character words jieba glues onto an unknown name before them
 
 
@@ -1393,8 +1447,12 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
             token, lowered = token[: -len(cue)], token[: -len(cue)].lower()
         if not token or token in lex.function_words or token in stopwords or lowered in stopwords:
             continue
-        if any(t.text == token or lowered in t.variants for t in ask.terms):
-            continue  # "人工晶体闪辉（glistening）", "带状疱疹后神经痛（PHN）": one concept, named twice
+        if same := next((t for t in ask.terms if t.text == token or lowered in t.variants), None):
+            # "人工晶体闪辉（glistening）", "带状疱疹后神经痛（PHN）": one concept, named twice; "眼前有黑影，是不是
+            # 飞蚊症" names it by the disease's name, which is what a text is written under
+            if lex.is_medical_wording(token) and not (lex.is_medical_wording(same.text) or _abbreviation(same.text)):
+                same.text = token
+            continue
         term = Term(token, lex.variants(token), entity=lex.is_entity(token), generic=token in lex.generic)
         if _instils(tokens, index):
             term.variants = [*term.variants, INSTIL_WRITTEN]

@@ -32,7 +32,15 @@ from clincite.offline.questions import MEASURED, NAMING_RARITY, Ask, Term, compo
 from clincite.text.choices import choice_items, explanation_after, key_of, stray_options
 from clincite.text.script import fold
 from clincite.text.tokenizer import DRUG_HEADS, get_tokenizer
-from clincite.text.units import Unit, is_reference, sentences, spaced_out, split_units
+from clincite.text.units import (
+    CLOSING_QUOTES,
+    OPENING_QUOTES,
+    Unit,
+    is_reference,
+    sentences,
+    spaced_out,
+    split_units,
+)
 
 COVERAGE_FLOOR = 0.55  # a passage must cover at least this share of the question's term weight
 MAX_DECISIVE = 2
@@ -81,6 +89,7 @@ OWN_CUE_BONUS = 0.03  # a unit naming the aspect in the asker's own word, over o
 # was found or said in it — the unit saying so (得了…, 医生说…) answers; the one retelling the story does not
 STORY_ASPECTS = {"诊断结果", "说法"}
 STORY_BONUS = 0.3
+SIDES_BONUS = 0.2  # a unit naming every side a comparison weighs
 DRUG_FORMS = ("眼药水", "滴眼液", "眼药", "滴眼剂", "眼膏", "眼药膏")  # a form a text may not name (局部抗生素)
 EYE_ROUTES = ("滴眼", "点眼", "眼用", "经眼给药")  # … or names by how it is given
 GIVING_VERBS = ("滴", "点", "涂", "抹", "吃", "服", "喷")  # putting a drug in, which a text on it need not write
@@ -146,6 +155,9 @@ SUBJECTLESS_START = (
     "还可",
     "并",
     "同时",
+    "然后",  # "…出现小脓头。然后破溃流出脓…，经过7-10天会痊愈。": what happens next, to the same subject
+    "随后",
+    "接着",
 )
 QUOTES = " “\"「『‘'"  # a sentence quoted ("“这个疾病…”") refers back all the same
 LEADS_INTO = ("：", ":", "，", ",")  # a line ending so carries on into the list below it
@@ -264,6 +276,11 @@ _REFERENCES_HEADING = re.compile(
 _ENUMERATED = re.compile(
     r"^\s*(?:[\u2460-\u2473]|\d{1,2}\s*[.、．)）]|[（(]\d{1,2}[）)]|[一二三四五六七八九十]{1,2}[、.．]|[（(][一二三四五六七八九十]{1,2}[）)])"
 )
+# "很多人都认为…", "有些人认为…": a belief the text reports, which the next sentence may say is wrong ("其实…误区")
+_BELIEF = re.compile(
+    r"^(?:很多|许多|不少|有些|有的|一些|大多数|大部分|部分)?(?:人|家长|患者|病人|朋友|网友)[都也总还]?(?:认为|以为|觉得|相信)"
+)
+_REFUTES = re.compile(r"^(?:但|可是|然而|其实|事实上|实际上)")
 _ELABORATES = re.compile(r"^(?:例如|比如|譬如|诸如|包括|如(?![果何此今同下若期]))")  # a sentence of examples
 # a figure, not "数十年、几十次" (how long, vaguely: no answer to 多少)
 _SERIAL = re.compile(r"第\s*[0-9０-９]+\s*[号號]|(?<![\d.])0\d{3,}")  # a licence's or a record's number
@@ -452,6 +469,13 @@ def _judge(
     found += _tables_referred_to(ask, part, hits, found, terms, decisive, lex)
     found.sort(key=lambda e: -e.score)
     return _pick(found)
+
+
+def _names_every_side(ask: Ask, part: Part, text: str) -> bool:
+    """A unit naming each of the things a 区别 question weighs ("假性近视跟真性近视怎么分")."""
+    if "区别" not in part.aspects or len(ask.compared) < 2:
+        return False
+    return all(any(_occurs(v, text) for t in side if not t.generic for v in t.variants) for side in ask.compared)
 
 
 def _compares_the_unnamed(ask: Ask, stats: TermStats) -> bool:
@@ -1430,8 +1454,14 @@ def _asks(line: str) -> bool:
     """A line that only asks: each of its sentences a question, once an exam's marks are set aside ("…是什么？（4分）；
     …之内？（6分）"), or a task set ("2. 简述…的鉴别要点。", "问题2（诊断依据）：…", "…是什么？请写出诊断依据。")."""
     line = _EXAM_MARKS.sub("", line)
-    pieces = [p.strip(" ；;") for p in re.split(r"(?<=[？?。！!])", line) if p.strip(" ；;。")]
-    return bool(pieces) and all(p.endswith(("？", "?")) or _EXAM_TASK.match(p) for p in pieces)
+    pieces = [p.strip(" ；;") for p in re.split(r"(?<=[？?。！!])(?![”」』’\"])", line) if p.strip(" ；;。")]
+    return bool(pieces) and all(p.endswith(("？", "?")) or _quoted_question(p) or _EXAM_TASK.match(p) for p in pieces)
+
+
+def _quoted_question(text: str) -> bool:
+    """ "“…能不能也用来预防?”": a reader's question, quoted whole (not a netizen's "有网友直呼：「…是不是?」", which
+    says what they think)."""
+    return text[:1] in OPENING_QUOTES and text.rstrip(CLOSING_QUOTES + '"').endswith(("？", "?"))
 
 
 def _recommends_figure(ask: Ask, text: str, terms: list[Weighted], path: list[str]) -> bool:
@@ -1573,6 +1603,8 @@ def _unit_score(
         score += SLOT_BONUS
     if any(_says_degree(lowered, degree) for degree in ask.superlatives):
         score += SUPERLATIVE_BONUS
+    if _names_every_side(ask, part, lowered):
+        score += SIDES_BONUS  # "假性近视是…；真性近视则是…" tells them apart; a sentence on one of them does not
     stripped = text.rstrip()
     if stripped.endswith(("：", ":")):  # a lead-in whose list is not in this passage
         score -= 0.3
@@ -1974,6 +2006,9 @@ def _with_context(
         # "排除禁忌症。" + "如眼周化脓性病灶；圆锥角膜…", "出现以下情况时…。" + "①…；②…": what follows is the answer
         if _ELABORATES.match(nxt) or (announces and _ENUMERATED.match(nxt)):
             end = following.end
+            continue
+        if _BELIEF.match(fold(current.lstrip(QUOTES))) and _REFUTES.match(fold(nxt)):
+            end = following.end  # "很多人都认为…。" + "但其实,这是个误区": what many believe is said to be wrong
             continue
         if not forward:
             break

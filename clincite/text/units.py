@@ -41,7 +41,8 @@ _BLOCK = re.compile(r"(?:[^\n]|\n(?![ \t]*\n))+")
 _ENUMERATOR = re.compile(
     r"^\s*(?:[\u2460-\u2473\u2776-\u277f]|\d{1,2}\s*[.、．)）]|[（(]\d{1,2}[）)]|[一二三四五六七八九十]{1,3}[、.．]"
     r"|[（(][一二三四五六七八九十]{1,3}[）)]"
-    r"|[A-Za-z][.、．)）]|[•·▪●◆■\-–—])"
+    r"|[A-Za-z][.、．)）]|[•·▪●◆■\-–—]"
+    r"|[\u2190-\u21ff\u25a0-\u25ff\u2600-\u27bf\u2b50\U0001f300-\U0001faff])"  # ❌ ✅ 👉 ▶ ★: a post's emoji bullets
 )
 MAX_BLOCK_ITEMS = 20
 _SPACED_OUT = re.compile(r"(?:(?<!\S)[^\s|] ){5,}[^\s|]")  # six or more single characters, each apart (not cells)
