@@ -32,15 +32,7 @@ from clincite.offline.questions import MEASURED, NAMING_RARITY, Ask, Term, compo
 from clincite.text.choices import choice_items, explanation_after, key_of, stray_options
 from clincite.text.script import fold
 from clincite.text.tokenizer import DRUG_HEADS, get_tokenizer
-from clincite.text.units import (
-    CLOSING_QUOTES,
-    OPENING_QUOTES,
-    Unit,
-    is_reference,
-    sentences,
-    spaced_out,
-    split_units,
-)
+from clincite.text.units import Unit, is_quoted_question, is_reference, sentences, spaced_out, split_units
 
 COVERAGE_FLOOR = 0.55  # a passage must cover at least this share of the question's term weight
 MAX_DECISIVE = 2
@@ -1455,13 +1447,7 @@ def _asks(line: str) -> bool:
     …之内？（6分）"), or a task set ("2. 简述…的鉴别要点。", "问题2（诊断依据）：…", "…是什么？请写出诊断依据。")."""
     line = _EXAM_MARKS.sub("", line)
     pieces = [p.strip(" ；;") for p in re.split(r"(?<=[？?。！!])(?![”」』’\"])", line) if p.strip(" ；;。")]
-    return bool(pieces) and all(p.endswith(("？", "?")) or _quoted_question(p) or _EXAM_TASK.match(p) for p in pieces)
-
-
-def _quoted_question(text: str) -> bool:
-    """ "“…能不能也用来预防?”": a reader's question, quoted whole (not a netizen's "有网友直呼：「…是不是?」", which
-    says what they think)."""
-    return text[:1] in OPENING_QUOTES and text.rstrip(CLOSING_QUOTES + '"').endswith(("？", "?"))
+    return bool(pieces) and all(p.endswith(("？", "?")) or is_quoted_question(p) or _EXAM_TASK.match(p) for p in pieces)
 
 
 def _recommends_figure(ask: Ask, text: str, terms: list[Weighted], path: list[str]) -> bool:

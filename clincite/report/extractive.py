@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from clincite.core.naming import display_source
 from clincite.core.shapes import ExtractBasis, RelevantExtract, SubQueryAnalysis
 from clincite.report.format import EvidenceItem, compose
-from clincite.text.units import CLOSING_QUOTES, OPENING_QUOTES, Unit, sentences, split_units
+from clincite.text.units import Unit, is_quoted_question, sentences, split_units
 
 MAX_ITEMS = 5
 PER_ANALYSIS = 2
@@ -285,7 +285,7 @@ def _answers(unit: Unit, text: str) -> bool:
     if body.endswith(("：", ":")):  # a lead-in without its list says nothing yet
         return False
     # a question ("急性中耳炎需做哪些检查呢？") heads what follows, answers nothing; so does a reader's, quoted whole
-    if body.endswith(("？", "?")) or (body[:1] in OPENING_QUOTES and body.rstrip(CLOSING_QUOTES).endswith(("？", "?"))):
+    if body.endswith(("？", "?")) or is_quoted_question(body):
         return False
     return sum(1 for c in body if "\u4e00" <= c <= "\u9fff" or c.isalpha()) >= 4
 

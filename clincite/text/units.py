@@ -267,6 +267,13 @@ def _is_cjk(char: str) -> bool:
     return "\u3400" <= char <= "\u9fff" or char in "）】」』”"
 
 
+def is_quoted_question(text: str) -> bool:
+    """ "“…能不能也用来预防?”": a reader's question a post quotes whole — what was asked, never an answer (not a
+    netizen's "有网友直呼：「…是不是?」", which says what they think)."""
+    text = text.strip()
+    return text[:1] in OPENING_QUOTES and text.rstrip(CLOSING_QUOTES + '"').endswith(("？", "?"))
+
+
 def is_reference(text: str) -> bool:
     """A line of a reference list: it cites a journal (year, volume(issue):pages) and is written in Latin letters,
     marks a journal article ([J]) or cites several. Never the answer to a clinician's question."""
