@@ -184,3 +184,21 @@ async def test_how_common_asks_a_rate(tmp_path: Path):
     service = library(tmp_path, posts())
     said = tldr((await service.ask("老盯手机电脑眼睛又干又涩，干眼症在咱们国家到底有多常见？")).answer)
     assert "21%～30%" in said, said
+
+
+NETEASE_POST = (
+    "网易首页 > 网易号 > 正文 申请入驻\n\n"
+    "开学季将至,别让“红眼病”搅了新学期,这几招赶紧码住（演示材料）\n\n"
+    "0\n分享至\n\n"
+    "红眼病多由病毒或细菌引起，可以通过接触患者用过的毛巾、玩具和门把手传播。\n"
+)
+
+
+def test_a_posts_title_of_three_clauses_heads_it_not_the_sites_trail():
+    """A 网易号 page saved as text opens on the site's breadcrumb trail; the post's title below it, three clauses
+    strung with commas, shares its words with the file's name and heads the post."""
+    from clincite.ingest.loaders.text import plain_document
+
+    document = plain_document(NETEASE_POST, "开学红眼病-某网易号")
+    body = next(s for s in document.sections if "毛巾" in document.text[s.start : s.end])
+    assert body.heading_path and body.heading_path[-1].startswith("开学季将至"), body.heading_path

@@ -75,7 +75,7 @@ VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole
 # first line of figures alone — an interview's clock "17:07", a date — heads nothing, and a breadcrumb trail first
 # ("首页 > 资讯 > …") yields to the line below it naming the page's subject): the next ingest of an existing KB
 # reads every file again, so an upgrade's better reading reaches the documents.
-READER_VERSION = 26
+READER_VERSION = 27
 READER_KEY = "reader_version"
 
 Status = Literal["added", "updated", "unchanged", "skipped", "removed", "would-remove"]

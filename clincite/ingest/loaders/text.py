@@ -80,6 +80,7 @@ FULL_LINE = 0.8  # a line this share of that width wide reached the right margin
 WRAPPED_SHARE = 0.3  # a text in which this share of the lines run on into the next was hard-wrapped
 MIN_WRAPPED_LINES = 3  # … and at least this many (a short note of a few long sentences is not)
 MAX_OPENING_COMMAS = 2  # a title has at most one comma; a line of keywords strung with commas is no heading
+NAMED_PAIRS = 2  # … or two, when it shares this many pairs of characters with the file's name (a post's title)
 _COMMAS = re.compile("[,，]")
 MAX_OPENING_WIDTH = 60  # display columns: a first line this short that is no sentence heads the text after it
 MIN_WRAP_WIDTH = 30  # display columns (a Chinese character is 2): narrower "lines" are a list, not wrapped text
@@ -315,25 +316,29 @@ def _opening_heading(lines: list[_Line], width: int, title: str = "") -> int | N
         candidate = lines[index]
         if candidate.text.endswith(_FULL_STOP):
             break  # the text has begun: what heads it is its first line after all
+        shared = _shared_pairs(candidate.text, title)
         if (
             index != filled[-1]
             and not _NOT_A_TITLE.search(candidate.text)
-            and _may_head(candidate, width)
-            and (shared := _shared_pairs(candidate.text, title)) > most
+            and _may_head(candidate, width, named=shared >= NAMED_PAIRS)
+            and shared > most
         ):
             best, most = index, shared
     return best
 
 
-def _may_head(line: _Line, width: int) -> bool:
+def _may_head(line: _Line, width: int, named: bool = False) -> bool:
+    """`named`: the line shares words with the file's name, so a post's title of three clauses ("开学季将至,别让
+    “红眼病”搅了新学期,这几招赶紧码住") may head; a re-posted page's keyword line ("中文字幕在线…") may not."""
+    commas = MAX_OPENING_COMMAS + (1 if named else 0)
     return not (
         _display_width(line.text) > MAX_OPENING_WIDTH
         or not _WORDED.search(line.text)  # "17:07", "2025-06-28": an interview's clock or a page's date names nothing
         or line.text.endswith((*SENTENCE_END, "：", ":", "，", ","))
         or (width and _full(line, width))
         or ordinal_heading_level(line.text)
-        or len(_COMMAS.findall(line.text)) >= MAX_OPENING_COMMAS  # "中文字幕在线…,亚洲一级…,九九热…": a re-posted
-    )  # page's keyword line heads nothing
+        or len(_COMMAS.findall(line.text)) >= commas
+    )
 
 
 def _shared_pairs(line: str, title: str) -> int:
