@@ -73,9 +73,12 @@ VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole
 # entry's wiki-numbered section lines ("3 概述", "4.1 …") head their sections; 24: a handout's short lines each over
 # a bulleted list head their lists, and a page's chrome line yields to one below naming its subject more fully; 25: a
 # first line of figures alone — an interview's clock "17:07", a date — heads nothing, and a breadcrumb trail first
-# ("首页 > 资讯 > …") yields to the line below it naming the page's subject): the next ingest of an existing KB
-# reads every file again, so an upgrade's better reading reaches the documents.
-READER_VERSION = 27
+# ("首页 > 资讯 > …") yields to the line below it naming the page's subject; 26: a forum's anti-copy noise and a
+# page's hidden inline words are not read; 27: a post's title heads it below a breadcrumb trail; 28: a
+# document-sharing site's slide text, its paragraph marks read as "Р" and its bullets as a lone "?", breaks its
+# lines again): the next ingest of an existing KB reads every file again, so an upgrade's better reading reaches
+# the documents.
+READER_VERSION = 28
 READER_KEY = "reader_version"
 
 Status = Literal["added", "updated", "unchanged", "skipped", "removed", "would-remove"]

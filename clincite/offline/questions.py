@@ -60,12 +60,13 @@ GOT_VERBS = {"得", "来", "长"}  # "这是怎么得的", "怎么来的": how o
 _NOW_OR_LATER = r"(?:马上|立即|立刻|现在|尽早|尽快|当天|等一等|等一段|等到|一段时间|过段时间|过几天|以后再|之后再|稍后)"
 _WHEN_CHOICE = re.compile(rf"{_NOW_OR_LATER}[^，,。？?；;]*还是|还是[^，,。？?；;]*{_NOW_OR_LATER}")
 RATING_VERBS = {"定", "算", "评", "判", "属于", "定为", "评为", "算是", "属"}  # "定几级": which grade, asked of a case
-CLASSIFIERS = set("张个支瓶副盒片粒根条位件份本台")  # after 那/这/每/一 they count ("开的那张证明"): no word to find
+# after 那/这/每/一 they count ("开的那张证明"): no word to find
+CLASSIFIERS = set("张个支瓶副盒片粒根条位件份本台层只")
 POINTING = set("那这哪每一两几")
 WHOLE = set("整满半")  # 整片、满瓶、半张: how much of a thing, as 一片 is
 WITHIN = "内"  # "多长时间内有效": part of the time asked, not a word a text must have
 VALID = "有效"  # "…内有效", "有效期": how long something stays valid, not whether a treatment works (疗效)
-OBJECT_VERBS = {"预防", "避免", "防范"}  # with an object after them they ask about an effect, not for precautions
+OBJECT_VERBS = {"预防", "避免", "防范", "抗"}  # with an object after them they ask about an effect, not for precautions
 HOW_WORDS = {"怎么", "如何", "怎样", "咋", "该怎么", "怎么样"}
 RISKS = "风险与并发症"
 PREVENTED_SPAN = 3
@@ -134,7 +135,8 @@ _WHAT_IS = re.compile(r"^什么是|^[^哪几最]*是(?:什么|啥)(?:东西|意�
 _CODE = r"(?=[A-Za-z\d-]*\d)[A-Za-z][A-Za-z\d]*(?:-[A-Za-z\d]+)*"  # Latin letters with a digit: DN4, IL-6
 _NUMBER_SPLIT = re.compile(rf"((?<![A-Za-z\d-]){_CODE}(?![A-Za-z\d])|\d+(?:\.\d+)?\s*[%％]?)")
 _CODE_NAME = re.compile(_CODE)
-_COUNT_WORD = re.compile(r"^[一二两三四五六七八九十几多]{1,2}[类种个项大条点样]$")  # 三类、两种: a count
+# 三类、两种、每层、另一只: a count
+_COUNT_WORD = re.compile(r"^(?:[一二两三四五六七八九十几多]{1,2}|每|另一?)[类种个项大条点样层只]$")
 NUMERALS = set("一二两三四五六七八九十")  # a numeral standing alone
 _QUOTED = re.compile(r"[“\"「『‘]([^”\"」』’]{1,20})[”\"」』’]")
 MAX_QUOTED_CHARS = 12  # a longer quote is a sentence the asker recalls, not a word to find
@@ -153,7 +155,8 @@ _QUESTION_END = re.compile(r"(?<=[？?])")
 TAG_QUESTION_CHARS = 3  # "对吗？" "是吗？" "真的吗？": a check on the question before, no question of its own
 _ASKS_WHICH = re.compile(r"哪|选|更|优先|比较")  # words that make "A或B" a choice between them
 _BRACKETED = re.compile(r"[（(][^（）()，,。？?]{1,24}[）)]")  # a second name the asker adds: 泪膜破裂时间（BUT）
-_ASKS_DRUGS = re.compile(r"(?:哪些|哪种|哪类|哪几种|什么|啥)(?:药|眼药)")
+# "哪些药", "眼药举了哪些例子": the drugs a text names are asked for
+_ASKS_DRUGS = re.compile(r"(?:哪些|哪种|哪类|哪几种|什么|啥)(?:药|眼药)|药[^，,。？?]{0,3}举了?(?:哪些|哪几)")
 # "最主要、最常见、哪一段最长": the degree a question asks for. Not 最近 (lately), 最后 (at last), 最初, 最终, 最好
 # (as advice: "最好在几岁做" asks when, and a text says 黄金期 as often as 最好).
 _SUPERLATIVE = re.compile(
@@ -1442,8 +1445,11 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
         if _COUNT_WORD.match(token) or token in NUMERALS:  # "最常见的三类问题": a text counts its list its own way
             continue  # (三大问题), or not at all; "鼓膜一穿孔": 一 is "as soon as", no word to find
         cue = next((c for c in lex.ask_cues if len(c) >= 2 and token.endswith(c) and len(token) > len(c)), None)
+        if cue and token[: -len(cue)] in OBJECT_VERBS:
+            cue = None  # 抗感染、预防感染: what is fought or prevented, no risk asked
         if cue and lowered not in lex.entities:  # 激光治疗 → 激光 + the aspect 治疗
-            _add_cue(ask, cue, lex)
+            if not _names_its_kind(tokens, index + 1, lex):  # 真菌感染引起的角膜炎: 感染 says which 角膜炎
+                _add_cue(ask, cue, lex)
             token, lowered = token[: -len(cue)], token[: -len(cue)].lower()
         if not token or token in lex.function_words or token in stopwords or lowered in stopwords:
             continue
@@ -1630,7 +1636,18 @@ def _has_object(tokens: list[str], index: int, lex: Lexicon) -> bool:
     感染": the precautions)."""
     if index and tokens[index - 1] in HOW_WORDS and tokens[index] in OBJECT_VERBS:
         return False
-    return _verb_with_object(tokens[index], tokens[index + 1 : index + 2], lex)
+    if _verb_with_object(tokens[index], tokens[index + 1 : index + 2], lex):
+        return True
+    return _names_its_kind(tokens, index, lex) or _names_its_kind(tokens, index + 1, lex)
+
+
+def _names_its_kind(tokens: list[str], index: int, lex: Lexicon) -> bool:
+    """ "真菌感染引起的角膜炎，局部点药一般怎么用": a causing verb before 的 and a domain term says which kind of it
+    is asked about (the cause, 感染 too, qualifies the disease); it asks for no complication."""
+    if index >= len(tokens):
+        return False
+    following = tokens[index + 1 : index + 3]
+    return tokens[index] in CAUSING and following[:1] == ["的"] and len(following) == 2 and lex.is_entity(following[1])
 
 
 def _prevented(tokens: list[str], index: int, lex: Lexicon) -> bool:

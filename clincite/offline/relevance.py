@@ -169,6 +169,10 @@ _CALENDAR_DATE = re.compile(
     r"(?<![\d.])(?:1[89]|20)\d{2}\s*年(?:\s*\d{1,2}\s*月(?:\s*\d{1,2}\s*[日号])?)?|(?<![\d.])\d{1,2}\s*月\s*\d{1,2}\s*[日号]"
 )
 _NUMBER_GAP = r"[\d.,，～~至到\-–—一二三四五六七八九十两半百千万个多余左右约\s]{0,8}?"  # 1至3个、两三
+# "…但视野和视神经正常问题:是不是青光眼?": a short question after a label, this much text before it, is a question
+# within what a slide says, not a question alone
+STATEMENT_BEFORE_LABEL_CHARS = 40
+LABELLED_QUESTION_CHARS = 16
 # An interview or a Q&A page: "[网友乖乖女]问：…" asks, "[嘉宾江睿]答：…" answers (also 问：/答：, 患者问：)
 # an exam's marks ("（4分）") and the notes it writes after a question ("？（请至少列举4项具体措施）")
 _EXAM_MARKS = re.compile(r"[（(]\s*\d+(?:\.\d+)?\s*分\s*[）)]|(?<=[？?])\s*[（(][^（）()\n]{0,24}[）)]")
@@ -197,6 +201,13 @@ _THIS_DRUG = re.compile(r"本品|本药|该药|此药")  # how an insert names i
 _ASKS_STORAGE = re.compile(r"保存|存放|储存|贮藏|贮存|放在|放哪|收纳")
 _NAVIGATION = re.compile(r"^[^>›»\n。，,；;]{1,24}(?:\s[>›»]\s[^>›»\n。，,；;]{1,40}){2,}$")  # 首页 > 学科 > …
 CAUSE_ASPECT = "原因"
+DOSING_ASPECT = "用法用量"
+# "每30~60min 1次", "每日1次", "3次/日", "每次1-2滴", "200mg": a regimen written as figures, however it is headed
+_DOSING = re.compile(
+    r"每\s*[\d.~～\-至一二三四六]*\s*(?:min|分钟|小时|h|天|日|晚|周)\s*[滴用服点]?\s*[\d~～\-至一二三四]*\s*次"
+    r"|[\d一二三四]\s*次\s*/\s*(?:日|天|d)\b|每次\s*[\d~～\-一二三]+\s*(?:滴|粒|片|ml|mg)"
+    r"|\d\s*(?:mg|ml|mL)\b"
+)
 # a verb that says one thing brings on another, then (within a few characters) the effect asked of
 _BRINGS_ON = r"(?:产生|引起|导致|造成|引发|诱发|致使)[^，,。；;！？]{0,6}?"
 
@@ -1447,7 +1458,16 @@ def _asks(line: str) -> bool:
     …之内？（6分）"), or a task set ("2. 简述…的鉴别要点。", "问题2（诊断依据）：…", "…是什么？请写出诊断依据。")."""
     line = _EXAM_MARKS.sub("", line)
     pieces = [p.strip(" ；;") for p in re.split(r"(?<=[？?。！!])(?![”」』’\"])", line) if p.strip(" ；;。")]
-    return bool(pieces) and all(p.endswith(("？", "?")) or is_quoted_question(p) or _EXAM_TASK.match(p) for p in pieces)
+    return bool(pieces) and all(_only_asks(p) or is_quoted_question(p) or _EXAM_TASK.match(p) for p in pieces)
+
+
+def _only_asks(piece: str) -> bool:
+    """A sentence that ends on a question mark asks, unless a long text stands before the label that opens the question
+    (a slide deck's text run on: "…眼压高于22mmHg,但视野和视神经正常问题:是不是青光眼?")."""
+    if not piece.endswith(("？", "?")):
+        return False
+    *said, asked = re.split(r"[：:]", piece)
+    return len("".join(said)) < STATEMENT_BEFORE_LABEL_CHARS or len(asked) > LABELLED_QUESTION_CHARS
 
 
 def _recommends_figure(ask: Ask, text: str, terms: list[Weighted], path: list[str]) -> bool:
@@ -1563,6 +1583,8 @@ def _unit_score(
     )
     if own_heading and not own_heading & set(part.aspects) and not set(part.aspects) & lex.free_aspects:
         in_unit = set()  # under "适用人群", a sentence saying 不适合 … does not make the section a 禁忌证 one
+    if DOSING_ASPECT in part.aspects and _DOSING.search(text):
+        in_unit.add(DOSING_ASPECT)  # "局部点用5%那他霉素滴眼液…,每30~60min 1次": how it is used, under 处理原则 too
     if in_unit:
         # A unit saying the aspect in more words ("不要挤压，立刻送医院": 立刻、送医) wins a tie with one whose only
         # cue is 尽快 in passing; a tie-break only, for cue lists are broad (分类 is a 定义 cue).

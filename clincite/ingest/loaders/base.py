@@ -55,6 +55,11 @@ _TONED = "āáǎàēéěèīíǐìōóǒòūúǔùǖǘǚǜ"
 PINYIN_NOTE = re.compile(rf"(?<=[\u3400-\u9fff])[(（](?=[a-zü]*[{_TONED}])[a-zü{_TONED}]{{1,6}}[)）]")
 _HAN = re.compile(r"[\u3400-\u9fff]")
 PINYIN_NOTES_MIN = 2
+# A document-sharing site's text of a slide deck or Word file: its paragraph marks come out as "Р" (Cyrillic Er)
+# between Chinese characters, its bullets as "?" standing alone ("结膜炎的分类:? 1. 按发病快慢…")
+_LOST_PARAGRAPH = re.compile(r"(?<=[\u3400-\u9fff])Р|Р(?=[\u3400-\u9fff])")
+_LOST_BULLET = re.compile(r"(?<=[\s:：。；;])\?(?=\s)")
+LOST_MARKS_MIN = 3  # this many of one kind in a document: a converter's, not a Russian word or a stray mark
 PINYIN_NOTE_DENSITY = 0.01  # notes per Chinese character: a converter's pages have 2-5 in every hundred
 _SPACES = re.compile(r"[ \t\u00a0\u3000\u2002-\u200a]+")
 # A document's own reference markers. Numbers only (a bracketed word is text), or an explicit source label.
@@ -88,7 +93,16 @@ def clean_text(text: str) -> str:
     """Newlines unified, control and zero-width characters removed (NFC so composed characters compare equal), a
     content farm's pinyin notes taken out of its words."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n")
-    return _without_pinyin_notes(unicodedata.normalize("NFC", _CONTROL.sub("", text)))
+    return _with_lost_marks_restored(_without_pinyin_notes(unicodedata.normalize("NFC", _CONTROL.sub("", text))))
+
+
+def _with_lost_marks_restored(text: str) -> str:
+    """ "结膜炎的分类:? 1. 按发病快慢…? 2. 按病因…Р结膜炎的常见体征": a slide deck as a document-sharing site gives its
+    text, paragraph marks read as "Р" and bullets as "?", each a line break again where there are enough of them."""
+    for lost in (_LOST_PARAGRAPH, _LOST_BULLET):
+        if len(lost.findall(text)) >= LOST_MARKS_MIN:
+            text = lost.sub("\n", text)
+    return text
 
 
 def _without_pinyin_notes(text: str) -> str:
