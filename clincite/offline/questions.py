@@ -135,8 +135,8 @@ _WHAT_IS = re.compile(r"^什么是|^[^哪几最]*是(?:什么|啥)(?:东西|意�
 _CODE = r"(?=[A-Za-z\d-]*\d)[A-Za-z][A-Za-z\d]*(?:-[A-Za-z\d]+)*"  # Latin letters with a digit: DN4, IL-6
 _NUMBER_SPLIT = re.compile(rf"((?<![A-Za-z\d-]){_CODE}(?![A-Za-z\d])|\d+(?:\.\d+)?\s*[%％]?)")
 _CODE_NAME = re.compile(_CODE)
-# 三类、两种、每层、另一只: a count
-_COUNT_WORD = re.compile(r"^(?:[一二两三四五六七八九十几多]{1,2}|每|另一?)[类种个项大条点样层只]$")
+# 三类、两种、每层、两只: a count
+_COUNT_WORD = re.compile(r"^(?:[一二两三四五六七八九十几多]{1,2}|每)[类种个项大条点样层只]$")
 NUMERALS = set("一二两三四五六七八九十")  # a numeral standing alone
 _QUOTED = re.compile(r"[“\"「『‘]([^”\"」』’]{1,20})[”\"」』’]")
 MAX_QUOTED_CHARS = 12  # a longer quote is a sentence the asker recalls, not a word to find

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from clincite.core.naming import display_source
 from clincite.core.shapes import ExtractBasis, RelevantExtract, SubQueryAnalysis
 from clincite.report.format import EvidenceItem, compose
-from clincite.text.units import Unit, is_quoted_question, sentences, split_units
+from clincite.text.units import Unit, addresses_a_model, is_quoted_question, sentences, split_units
 
 MAX_ITEMS = 5
 PER_ANALYSIS = 2
@@ -230,7 +230,11 @@ _BULLET_MARK = re.compile(r"^[-*•·●▪]\s+")  # a plain text's "- " item ma
 def one_line(text: str) -> str:
     """A list or a table read in one line (its items apart by "；"): the words as written, the line breaks of the
     quote (论据与来源 keeps them verbatim) made readable in the TL;DR and 完整结论."""
-    lines = [_BULLET_MARK.sub("", line.strip()) for line in text.split("\n") if line.strip()]
+    lines = [
+        _BULLET_MARK.sub("", line.strip())
+        for line in text.split("\n")
+        if line.strip() and not addresses_a_model(line)  # a hostile document's words to a model: quoted, never said
+    ]
     out = ""
     for line in lines:
         if out and out[-1] not in "：:；;。！？!?，,、":
@@ -285,7 +289,7 @@ def _answers(unit: Unit, text: str) -> bool:
     if body.endswith(("：", ":")):  # a lead-in without its list says nothing yet
         return False
     # a question ("急性中耳炎需做哪些检查呢？") heads what follows, answers nothing; so does a reader's, quoted whole
-    if body.endswith(("？", "?")) or is_quoted_question(body):
+    if body.endswith(("？", "?")) or is_quoted_question(body) or addresses_a_model(body):
         return False
     return sum(1 for c in body if "\u4e00" <= c <= "\u9fff" or c.isalpha()) >= 4
 
