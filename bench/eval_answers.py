@@ -168,14 +168,18 @@ def abstained(result: QueryResult) -> bool:
 _MARKER = re.compile(r"【\d+】")
 
 
+HEADER_CELL_CHARS = 16  # a column's name is short; a longer cell is a value
+
+
 def bad_tldr(tldr: str) -> bool:
     """A TL;DR that answers nothing: a heading, a header row, a lead-in cut from its list, a bare citation marker."""
     text = _MARKER.sub("", tldr).strip()
     words = sum(1 for c in text if "\u4e00" <= c <= "\u9fff" or c.isalpha())
     if words < 4 or text.endswith(("：", ":")):
         return True
-    if " | " in text and "：" not in text and not re.search(r"\d", text):  # 列名 | 列名: a table's header row
-        return True
+    cells = [c.strip() for c in text.strip("| ").split("|")]
+    if len(cells) > 1 and "：" not in text and not re.search(r"\d", text) and max(map(len, cells)) <= HEADER_CELL_CHARS:
+        return True  # 列名 | 列名: a table's header row (its cells name columns; "學名 | HYDROXYPROPYL…" gives a value)
     # A short line without an ending or a "label：value" colon: a heading — not a list's items joined by "；"
     # ("局部抗组胺药；肥大细胞稳定剂"), which no heading is
     return len(text) < 16 and text[-1] not in "。！？!?.；;）)”%" and "：" not in text and "；" not in text

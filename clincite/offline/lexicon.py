@@ -235,8 +235,9 @@ def load_lexicon(lexicon_dir: Path = LEXICON_DIR) -> Lexicon:
     listed = set(raw.get("populations", []))
     # …and their other names: 上了年纪 is 老人, 喂奶 is 哺乳期
     populations = listed | {t for group in tokenizer.synonyms if {g.lower() for g in group} & listed for t in group}
-    # mm、mg say how much and 老人、孕妇 whom, not what is asked about
-    entities = {t.lower() for group in tokenizer.synonyms for t in group} - units - populations
+    # mm、mg say how much, 老人、孕妇 whom, and 舒服、牌子 are everyday words: not what is asked about
+    wordings = {t.lower() for group in tokenizer.wordings for t in group}
+    entities = {t.lower() for group in tokenizer.synonyms for t in group} - units - populations - wordings
     userdict = lexicon_dir / "userdict.txt"
     if userdict.exists():
         entities |= {

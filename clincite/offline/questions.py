@@ -136,8 +136,10 @@ _CODE = r"(?=[A-Za-z\d-]*\d)[A-Za-z][A-Za-z\d]*(?:-[A-Za-z\d]+)*"  # Latin lette
 _NUMBER_SPLIT = re.compile(rf"((?<![A-Za-z\d-]){_CODE}(?![A-Za-z\d])|\d+(?:\.\d+)?\s*[%％]?)")
 _CODE_NAME = re.compile(_CODE)
 # 三类、两种、每层、两只: a count
-_COUNT_WORD = re.compile(r"^(?:[一二两三四五六七八九十几多]{1,2}|每)[类种个项大条点样层只]$")
+_COUNT_WORD = re.compile(r"^(?:[一二两三四五六七八九十几多]{1,2}|每)[类种个项大条点样层只副]$")
 NUMERALS = set("一二两三四五六七八九十")  # a numeral standing alone
+MOST = "最"
+_CORRELATIVE = re.compile(r"越[\u4e00-\u9fff]{1,2}越")  # "越热越好": the 越…越 the asker compares by, no word to find
 _QUOTED = re.compile(r"[“\"「『‘]([^”\"」』’]{1,20})[”\"」』’]")
 MAX_QUOTED_CHARS = 12  # a longer quote is a sentence the asker recalls, not a word to find
 _ASKS_GRADES = re.compile(r"^几[级期型]$")
@@ -270,6 +272,8 @@ class Ask:
     def subject(self) -> str:
         """The most specific subject (the longest domain term), else the content words as written: what titles use."""
         subjects, lex = self.subjects, get_lexicon()
+        # "RGP硬镜和软镜比有哪些好处": what the first is measured against is no subject of its own
+        subjects = [t for t in subjects if t.text not in _references(self.resolved)] or subjects
         if subjects:
             # "威尔眸（Vigamox）除了细菌性结膜炎…": the product the asker names and glosses is what is asked about
             # "孕妇得了过敏性结膜炎，能用依匹斯汀眼药水吗？": the drug named for a disease is what is asked about
@@ -659,6 +663,14 @@ def _owner_name(word: str) -> bool:
     return (len(word) >= 2 and word.endswith(_BODY_ENDINGS)) or get_tokenizer().is_place(word)
 
 
+# "…和软镜比", "跟框架眼镜相比": the second of two things compared, the one the first is measured against
+_MEASURED_AGAINST = re.compile(r"(?:和|跟|与|同)([^，,。；;？?！!和跟与同]{1,12}?)(?:相比|比起来|比较|比)")
+
+
+def _references(text: str) -> set[str]:
+    return {m.group(1) for m in _MEASURED_AGAINST.finditer(text)}
+
+
 def _names_a_subject(term: Term) -> bool:
     """A word that says what a question is about on its own: a domain term, an abbreviation, or a word rare in
     general Chinese (维生素D、护目镜); not an everyday one (材料、持续、手术本身)."""
@@ -1044,6 +1056,11 @@ _OWN_CASE = re.compile(r"(?:我|俺|咱)[^，,；;。？?！!的]{1,8}的")
 _AS_SEEN = re.compile(r"(?:那种|这种|那样|这样)[^，,；;。？?！!的]{1,8}的")
 # "中医说的暴盲", "书上讲的飞蚊症": who calls it so, not what is asked about
 _REPORTED = re.compile(r"(?:^|(?<=[，,；;。？?！!\s]))([^，,；;。？?！!的\s]{1,6}?)(?:所说|说|讲|叫|称)的")
+# "照那家眼镜店视光师的经验，…", "按眼镜店的说法": whose word the asker goes by, not what is asked about
+_ACCORDING_TO = re.compile(
+    r"(?:^|(?<=[，,；;。？?！!\s]))(?:按照|依照|根据|照|按|依|据)([^，,；;。？?！!的\s]{1,12}?)的"
+    r"(?:经验|说法|讲法|意见|介绍|观点|看法|解释|建议)"
+)
 
 
 def _mark_described(ask: Ask, lex: Lexicon) -> None:
@@ -1064,7 +1081,7 @@ def _mark_described(ask: Ask, lex: Lexicon) -> None:
             for start, end, term in placed:
                 if m.start() <= start and end <= m.end() - 1 and not (term.entity or term.quoted or term.context):
                     term.scene = term.told = True
-    for m in _REPORTED.finditer(text):
+    for m in [*_REPORTED.finditer(text), *_ACCORDING_TO.finditer(text)]:
         for start, end, term in placed:
             if m.start(1) <= start and end <= m.end(1) and not term.quoted:
                 term.scene = term.told = True
@@ -1442,6 +1459,10 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
         if token in lex.function_words:  # 能不能 is a question word, not 不能 (禁忌证)
             ask.many = ask.many or token in MANY_WORDS
             continue
+        if _CORRELATIVE.fullmatch(token):
+            continue
+        if token.startswith(MOST) and len(token) > 2 and get_tokenizer().knows(token[1:]):
+            token, lowered = token[1:], token[1:].lower()  # "最舒服": the 舒服 asked of, at its most (最舒适 of a text)
         if _COUNT_WORD.match(token) or token in NUMERALS:  # "最常见的三类问题": a text counts its list its own way
             continue  # (三大问题), or not at all; "鼓膜一穿孔": 一 is "as soon as", no word to find
         cue = next((c for c in lex.ask_cues if len(c) >= 2 and token.endswith(c) and len(token) > len(c)), None)

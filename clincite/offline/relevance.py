@@ -227,6 +227,8 @@ def _says_what_brings(text: str, terms: list[Weighted]) -> bool:
     return any(re.search(_BRINGS_ON + re.escape(v), text, re.IGNORECASE) for v in effects if len(v) >= 2)
 
 
+# "禁忌症 | 如果您对主要成分…过敏 |": a specification table's row as a page gives it, its label first
+_ROW_LABEL = re.compile(r"^\|?[ \t]*([^|｜：:\n]{2,12}?)[ \t]*[|｜][ \t]*\S")
 _FAILED_CARE = re.compile(r"(?:护理|卫生|防护|清洗|保养|注意)(?:不当|不良|不佳|欠佳|不足|不够|不洁|不规范|不到位)")
 _FIGURE = re.compile(r"\d\s*(?:度|以内|以上|以下|%|％|mm|岁|小时|分钟|天|周|个月|年|次|D\b)")
 _POINTS_ELSEWHERE = re.compile(  # "参见第三题的答案。", "常用通便中成药见表2。"
@@ -1599,6 +1601,9 @@ def _unit_score(
     )
     if own_heading and not own_heading & set(part.aspects) and not set(part.aspects) & lex.free_aspects:
         in_unit = set()  # under "适用人群", a sentence saying 不适合 … does not make the section a 禁忌证 one
+    label = _row_label(text)
+    if label and (labelled := lex.passage_aspects(label)) and not labelled & set(part.aspects):
+        in_unit = set()  # the row "禁忌症 | 如果您对主要成分…过敏" gives the contraindication, not the 成分 asked
     if DOSING_ASPECT in part.aspects and _DOSING.search(text):
         in_unit.add(DOSING_ASPECT)  # "局部点用5%那他霉素滴眼液…,每30~60min 1次": how it is used, under 处理原则 too
     if in_unit:
@@ -1615,6 +1620,8 @@ def _unit_score(
         score += OWN_SECTION_BONUS  # under "### 适用人群" itself, not only under "## 佩戴要求与适用人群 > 佩戴时间"
     if path and _titled_by_term(path[-1], terms):
         score += TITLED_BONUS  # under "#### 材料", what "哪种材料…" asks about is the section's very subject
+    elif label and _titled_by_term(label, terms):
+        score += TITLED_BONUS  # the row "学名 | HYDROXYPROPYLMETHYLCELLULOSE…" gives the 学名 asked
     if ask.wants_number and _DIGIT.search(_SERIAL.sub("", text)):  # 第024206号 numbers a licence: no figure
         score += 0.15
         if _number_of_kind(ask, text, lex):  # 两三年 for 多久, not the 两个度数 of a sentence on another matter
@@ -1720,6 +1727,12 @@ def _titled_by_term(heading: str, terms: list[Weighted]) -> bool:
     return any(
         not w.term.generic and not w.term.context and label in w.term.variants and len(label) >= 2 for w in terms
     )
+
+
+def _row_label(text: str) -> str:
+    """The label a table row opens with ("禁忌症" of "禁忌症 | 如果您对…"); "" for any other unit."""
+    found = _ROW_LABEL.match(text.strip())
+    return found.group(1).strip() if found else ""
 
 
 def _cues_of(part: Part, text: str, lex: Lexicon) -> list[str]:

@@ -168,10 +168,21 @@ def plain_document(text: str, title: str) -> LoadedDocument:
             builder.heading(level, line.text)
         elif line.text:
             paragraph.append(line.text)
-            if not ((width and _full(line, width)) or (fragmented and not line.text.endswith(SENTENCE_END))):
+            wraps_on = (width and _full(line, width)) or (fragmented and not line.text.endswith(SENTENCE_END))
+            if not wraps_on or _ends_table_row(line.text):
                 flush()
     flush()
     return builder.build()
+
+
+def _ends_table_row(text: str) -> bool:
+    """ "學名 | HYDROXYPROPYLMETHYLCELLULOSE… |": a table row a web page's text keeps its cells' bars in ends at its
+    last bar, however wide it runs; the next line is the next row (not "text2: |", a YAML block's marker)."""
+    stripped = text.rstrip()
+    if not stripped.endswith("|"):
+        return False
+    cells = stripped[:-1].split("|")
+    return len(cells) >= 2 and bool(cells[-1].strip())
 
 
 def _numbered_headings(lines: list[_Line]) -> dict[int, int]:
