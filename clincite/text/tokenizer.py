@@ -145,12 +145,13 @@ class Tokenizer:
         # Everyday words a question and a text write two ways (舒服/舒适, 牌子/品牌): they match each other as synonyms
         # do, but name no domain term
         self.wordings = load_synonyms(lexicon_dir / "wordings.json")
-        self.synonyms = load_synonyms(lexicon_dir / "synonyms.json") + self.wordings
+        domain_terms = load_synonyms(lexicon_dir / "synonyms.json")
+        self.synonyms = domain_terms + self.wordings
         self.signature = _signature(lexicon_dir, jieba.__version__)
         self._pos = None  # jieba's part-of-speech tagger over the same dictionary, built on first use
         self._tags: dict[str, list[str]] = {}  # a word's tags, once tagged: the judge asks of the same words often
-        for group in self.synonyms[: len(self.synonyms) - len(self.wordings)]:
-            for term in group:  # a named concept stays one word (加巴喷丁, not 加巴 + 喷丁), in text and query
+        for group in domain_terms:  # a named concept stays one word (加巴喷丁, not 加巴 + 喷丁), in text and query
+            for term in group:
                 if len(term) >= MIN_DICTIONARY_WORD and not term.isascii():
                     self._jieba.add_word(term, SYNONYM_FREQUENCY)
 
