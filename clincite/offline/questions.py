@@ -57,6 +57,7 @@ CAUSING = {"引起", "导致", "造成", "引发", "诱发"}  # after 什么/啥
 CAUSE_WHAT = {"什么", "啥", "怎么", "咋", "哪些", "何"}
 CAUSE_BETWEEN = {"是", "会", "由", "能", "可能", "到底", "究竟"}  # "是由什么造成的": words between asker and verb
 GOT_VERBS = {"得", "来", "长"}  # "这是怎么得的", "怎么来的": how one came to have it
+CAUGHT_VERBS = {"感染", "染", "患", "得", "惹"}  # "怎么感染上的": with 上, how one came to catch it
 _NOW_OR_LATER = r"(?:马上|立即|立刻|现在|尽早|尽快|当天|等一等|等一段|等到|一段时间|过段时间|过几天|以后再|之后再|稍后)"
 _WHEN_CHOICE = re.compile(rf"{_NOW_OR_LATER}[^，,。？?；;]*还是|还是[^，,。？?；;]*{_NOW_OR_LATER}")
 RATING_VERBS = {"定", "算", "评", "判", "属于", "定为", "评为", "算是", "属"}  # "定几级": which grade, asked of a case
@@ -71,6 +72,9 @@ HOW_WORDS = {"怎么", "如何", "怎样", "咋", "该怎么", "怎么样"}
 RISKS = "风险与并发症"
 PREVENTED_SPAN = 3
 SWITCH_WORDS = {"那", "那么", "还有", "另外"}
+# 她、他 before the question names anyone: the person of the case the chat is about (a patient, a wearer), not a
+# person the question introduces ("孩子近视了，他能戴OK镜吗？")
+PERSON_POINTERS = {"她", "他"}
 ANOTHER_QUESTION = ("另外", "还有", "顺便")
 GOING_ON = SWITCH_WORDS - set(ANOTHER_QUESTION)  # 那、那么: a question opening on them goes on from the last one
 OWNERS = {
@@ -606,12 +610,20 @@ def _asks_validity(tokens: list[str], index: int, lex: Lexicon) -> bool:
     return tokens[index - 2] in lex.quantity_words or bool(_ASKS_NUMBER.match(tokens[index - 2]))
 
 
+def _caught(tokens: list[str], index: int) -> bool:
+    """ "怎么感染上的", "咋染上的": how one came to catch it, which a case tells ("经常戴着隐形眼镜游泳")."""
+    return tokens[index] in CAUGHT_VERBS and tokens[index + 1 : index + 3] == ["上", "的"]
+
+
 def _asks_what_caused(tokens: list[str], index: int) -> bool:
     """ "是啥引起的", "由什么造成", "怎么得的": a verb of causing (or of coming to have) after a word asking what."""
     token = tokens[index]
-    if token not in CAUSING and not (token in GOT_VERBS and tokens[index + 1 : index + 2] == ["的"]):
+    got = token in GOT_VERBS and tokens[index + 1 : index + 2] == ["的"]
+    if token not in CAUSING and not got and not _caught(tokens, index):
         return False
     before = [t for t in tokens[:index] if t not in CAUSE_BETWEEN]
+    if _caught(tokens, index):  # "怎么戴镜才感染上的": how, however the clause goes on before it
+        return bool({"怎么", "咋"} & set(before))
     return bool(before) and before[-1] in CAUSE_WHAT and (token in CAUSING or before[-1] in {"怎么", "咋"})
 
 
@@ -1405,6 +1417,9 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
         if token in INSTANCE_MARKERS and _class_follows(ask, tokens, index, lex):
             offered = ask.terms[-1].text  # "布洛芬这类NSAIDs": a text naming either one is about what is asked
             continue
+        if token in PERSON_POINTERS and in_a_chat and not ask.terms:
+            marker = marker or "refer"  # "她当初是怎么戴镜才感染上的？": the patient of the story asked of before
+            continue
         if token in lex.follow_up:
             if token in lex.demonstratives and ask.terms and index and tokens[index - 1] == ask.terms[-1].text:
                 ask.terms[-1].owner = token in POINTING_AT_ONE and _owner_name(ask.terms[-1].text)
@@ -1445,6 +1460,7 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
             continue
         if "原因" in lex.aspects and _asks_what_caused(tokens, index):
             _add_cue(ask, "原因", lex)  # "眼睛长胬肉是啥引起的": the cause asked, not what 引起 does (会引起什么)
+            skip = _caught(tokens, index)  # the 上 of 感染上的
             continue
         if _counts_or_bounds(tokens, index, lex):
             continue

@@ -1599,8 +1599,11 @@ def _unit_score(
         and not any(match(w, path[-1].lower()) == 1.0 for w in terms if _names_a_subject(w))
         else set()
     )
+    # a treatment section gives its drugs' doses too ("（二）药物治疗": "推荐利多卡因贴膏…每次使用1～3贴")
+    doses_in_treatment = DOSING_ASPECT in part.aspects and TREATMENT_ASPECT in own_heading
     if own_heading and not own_heading & set(part.aspects) and not set(part.aspects) & lex.free_aspects:
-        in_unit = set()  # under "适用人群", a sentence saying 不适合 … does not make the section a 禁忌证 one
+        # under "适用人群", a sentence saying 不适合 … does not make the section a 禁忌证 one
+        in_unit = in_unit & {DOSING_ASPECT} if doses_in_treatment else set()
     label = _row_label(text)
     if label and (labelled := lex.passage_aspects(label)) and not labelled & set(part.aspects):
         in_unit = set()  # the row "禁忌症 | 如果您对主要成分…过敏" gives the contraindication, not the 成分 asked

@@ -49,8 +49,9 @@ def extractive_report(analyses: list[SubQueryAnalysis], gaps: list[str], notice:
     items = _items(analyses)
     tldr = _tldr(items) or "未找到可引用的原文。"
     quoted = {i.number: i for i in reversed(items)}  # a quote two parts share is one source item, the first's
+    whole = {number: _longest_quote(items, number) for number in quoted}  # … quoting what each part quotes of it
     evidence = [
-        EvidenceItem(i.number, i.basis.title, i.basis.explanation, display_source(i.extract.source), i.extract.text)
+        EvidenceItem(i.number, i.basis.title, i.basis.explanation, display_source(i.extract.source), whole[i.number])
         for i in sorted(quoted.values(), key=lambda i: i.number)
     ]
     return compose(tldr, _conclusion(items), gaps, evidence, notice)
@@ -103,13 +104,34 @@ def _items(analyses: list[SubQueryAnalysis]) -> list[Item]:
                 # the quote cited once
                 items.append(Item(same.number, analysis, extract, basis))
                 continue
-            if any(extract.text in i.extract.text or i.extract.text in extract.text for i in items):
+            overlapping = next((i for i in items if _overlap(i.extract.text, extract.text)), None)
+            if overlapping is not None:
+                other = Item(overlapping.number, analysis, extract, basis)
+                if extract.basis is not None and basis.lead and not _said_by(items, other):
+                    # another part answered by another unit of a passage a part quotes ("…矫正视力提升到了1.0-" before
+                    # the "弱视治疗三分在孩子…" quoted for 治疗): its own lead, the longer quote cited once
+                    items.append(other)
                 continue
             numbers += 1
             items.append(Item(numbers, analysis, extract, basis))
             if numbers == MAX_ITEMS:
                 return items
     return items
+
+
+def _overlap(one: str, other: str) -> bool:
+    return one in other or other in one
+
+
+def _said_by(items: list[Item], item: Item) -> bool:
+    """Whether what `item` leads with is what a part quoting the same passage already leads with (or within it)."""
+    lead = item.basis.lead
+    return any(lead in _lead(i) or _lead(i) in lead for i in items if i.number == item.number)
+
+
+def _longest_quote(items: list[Item], number: int) -> str:
+    """Of the extracts of one passage that overlap (each a slice of the chunk), the one holding the others."""
+    return max((i.extract.text for i in items if i.number == number), key=len)
 
 
 def _tldr(items: list[Item]) -> str:
