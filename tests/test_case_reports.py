@@ -15,7 +15,7 @@ from test_news_reports import chat
 from test_other_styles import conclusion, library, tldr
 
 from clincite.core.shapes import ExtractBasis, RelevantExtract, SubQuery, SubQueryAnalysis
-from clincite.offline.questions import analyse
+from clincite.offline.questions import analyse, with_finding
 from clincite.report.extractive import extractive_report
 
 AMBLYOPIA_CASE = (
@@ -160,3 +160,25 @@ async def test_a_dose_under_a_treatment_heading_is_the_dose_of_the_drug_asked(tm
     service = library(tmp_path, {"神经痛指南.md": PAIN_GUIDE})
     said = tldr((await service.ask("演示贴膏治疗带状疱疹后神经痛，怎么用？")).answer)
     assert "每次使用1～3贴" in said and "起始剂量" not in said, said
+
+
+FLOATERS_PAGE = (
+    "飞蚊症（演示材料）\n"
+    "眼前突然出现小黑点、小细丝，随眼球转动飘来飘去，揉眼也赶不走。\n"
+    "没有危险信号时，平时与它和平相处即可：不必刻意盯着看，多数人几周后便不再在意。\n"
+)
+
+
+def test_what_the_answer_found_is_what_its_first_quote_is_titled_by():
+    """ "这是啥？" answered by a sentence that never names the disease, quoted from a page titled by it: the page's
+    disease is what the chat goes on about."""
+    said = with_finding("眼前老飘着小黑点小细丝，这是啥？", "眼前突然出现小黑点、小细丝【1】", "飞蚊症-科普")
+    assert said.endswith("：飞蚊症"), said
+
+
+async def test_a_follow_up_after_what_is_this_goes_on_with_the_disease_found(tmp_path: Path):
+    service = library(tmp_path, {**cases(), "飞蚊症-科普.txt": FLOATERS_PAGE})
+    turns = await chat(service, "眼前老飘着小黑点小细丝，揉眼也赶不走，这是啥？")
+    result = await service.ask("要是没啥危险信号，平时怎么跟它相处？", turns)
+    assert "飞蚊症" in " ".join(q.text for q in result.sub_queries), result.sub_queries
+    assert "和平相处" in tldr(result.answer), result.answer

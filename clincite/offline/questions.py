@@ -22,7 +22,7 @@ from typing import Protocol
 
 from clincite.core.shapes import ChatTurn
 from clincite.offline.lexicon import Lexicon, get_lexicon, says_several
-from clincite.report.format import ABSTAIN_TLDR, tldr_of
+from clincite.report.format import ABSTAIN_TLDR, first_place_of, tldr_of
 from clincite.text.script import fold
 from clincite.text.tokenizer import get_tokenizer
 
@@ -409,39 +409,46 @@ def previous_questions(history: list[ChatTurn]) -> list[str]:
             continue
         reply = history[index + 1] if index + 1 < len(history) else None
         answer = reply.content if reply is not None and reply.role == "assistant" else ""
-        questions.append(with_finding(turn.content, tldr_of(answer)))
+        questions.append(with_finding(turn.content, tldr_of(answer), first_place_of(answer)))
     return questions
 
 
-def with_finding(question: str, tldr: str, lexicon: Lexicon | None = None) -> str:
-    """`question`, with the domain terms its answer's TL;DR named after it where it asked what the trouble is."""
+def with_finding(question: str, tldr: str, place: str = "", lexicon: Lexicon | None = None) -> str:
+    """`question`, with the domain terms its answer named after it where it asked what the trouble is: the disease
+    that titles the place its first quote stands (原文位于“慢性泪囊炎”, “飞蚊症-眼科医院转载”), then its TL;DR's."""
     if lexicon is None:
-        return _with_finding(question, tldr)  # every step of every later turn reads the chat's questions again
-    return _finding_added(question, tldr, lexicon)
+        return _with_finding(question, tldr, place)  # every step of every later turn reads the chat's questions again
+    return _finding_added(question, tldr, place, lexicon)
 
 
 @lru_cache(maxsize=FINDINGS_KEPT)
-def _with_finding(question: str, tldr: str) -> str:
-    return _finding_added(question, tldr, get_lexicon())
+def _with_finding(question: str, tldr: str, place: str) -> str:
+    return _finding_added(question, tldr, place, get_lexicon())
 
 
-def _finding_added(question: str, tldr: str, lex: Lexicon) -> str:
+def _finding_added(question: str, tldr: str, place: str, lex: Lexicon) -> str:
     if not tldr or tldr.startswith(ABSTAIN_TLDR.split("“")[0]):
         return question
     ask = analyse(question, lexicon=lex)
     if not _asks_finding(ask):
         return question
     asked = fold(question).lower()
-    named = [
-        word
-        for word in dict.fromkeys(get_tokenizer().words(fold(tldr)))
-        if word.lower() in lex.entities and word.lower() not in asked
-    ]
+    titled = [word for word in _named_in(place, asked, lex) if lex.is_medical_wording(word)]
+    named = _named_in(tldr, asked, lex)
     if FINDING_ASPECT not in ask.aspects:
         # what happened is a disease the answer names (飞蚊症), not the words it explains it with (玻璃体、分泌物)
         named = [word for word in named if lex.is_medical_wording(word)]
-    names = named[:FINDINGS_CARRIED]
+    names = list(dict.fromkeys([*titled, *named]))[:FINDINGS_CARRIED]
     return f"{question.strip().rstrip(TRAILING)}：{'、'.join(names)}" if names else question
+
+
+def _named_in(text: str, asked: str, lex: Lexicon) -> list[str]:
+    """The domain terms `text` names that the question did not."""
+    return [
+        word
+        for word in dict.fromkeys(get_tokenizer().words(fold(text)))
+        if word.lower() in lex.entities and word.lower() not in asked
+    ]
 
 
 def _asks_finding(ask: Ask) -> bool:

@@ -40,6 +40,7 @@ from clincite.offline.lexicon import get_lexicon
 from clincite.offline.questions import Ask, analyse, previous_questions, split_questions, written_together
 from clincite.offline.relevance import Evidence, Part, TermStats, judge
 from clincite.report.extractive import extractive_report
+from clincite.report.format import PLACE_LABEL
 
 OFFLINE_NOTICE = "离线演示模式：未配置大语言模型 API Key，以下内容由规则从知识库原文中逐字抽取拼接而成，未经模型归纳。"
 STREAM_PIECE = 12  # characters per streamed piece of the report
@@ -288,7 +289,7 @@ def _basis(ask: Ask, part: Part, evidence: Evidence) -> ExtractBasis:
         reasons.append("整条列表原样列出")
     elif evidence.kind == "row":
         reasons.append("为表格中的对应一行（含列名）")
-    where = f"原文位于“{_where(evidence)}”"
+    where = f"{PLACE_LABEL}“{_where(evidence)}”"
     explanation = "；".join([where, *reasons]) + "。"
     explanation = explanation.replace("《", "“").replace("》", "”")
     return ExtractBasis(title=title, explanation=explanation, lead=evidence.lead)

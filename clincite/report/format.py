@@ -33,6 +33,7 @@ GAP_LABEL = "证据缺口"
 ABSTAIN_TLDR = "知识库中未找到关于“{subject}”的证据。"
 NO_ITEMS = "无"
 CLOSEST_DOCUMENTS = 3
+PLACE_LABEL = "原文位于"  # an offline evidence item's 说明 opens with where its quote stands: 原文位于“慢性泪囊炎”
 
 
 @dataclass
@@ -56,6 +57,16 @@ def tldr_of(report: str) -> str:
         if line.startswith(TLDR_LABEL):
             return line[len(TLDR_LABEL) :].strip()
     return ""
+
+
+def first_place_of(report: str) -> str:
+    """Where a report's first quote stands, as its 说明 says (原文位于“飞蚊症-眼科医院转载”); "" where none says."""
+    start = report.find(f"{PLACE_LABEL}“")
+    if start < 0:
+        return ""
+    start += len(PLACE_LABEL) + 1
+    end = report.find("”", start)
+    return report[start:end] if end > start else ""
 
 
 def gap_line(gaps: list[str]) -> str:
