@@ -17,6 +17,7 @@ from test_other_styles import conclusion, library, tldr
 from clincite.core.shapes import ExtractBasis, RelevantExtract, SubQuery, SubQueryAnalysis
 from clincite.offline.questions import analyse, with_finding
 from clincite.report.extractive import extractive_report
+from clincite.report.format import first_place_of
 
 AMBLYOPIA_CASE = (
     "屈光参差性弱视病例（演示材料）\n"
@@ -182,3 +183,13 @@ async def test_a_follow_up_after_what_is_this_goes_on_with_the_disease_found(tmp
     result = await service.ask("要是没啥危险信号，平时怎么跟它相处？", turns)
     assert "飞蚊症" in " ".join(q.text for q in result.sub_queries), result.sub_queries
     assert "和平相处" in tldr(result.answer), result.answer
+
+
+def test_only_an_evidence_items_note_says_where_the_quote_stands():
+    """A document quoting "原文位于“青光眼”" in its own words (the TL;DR) does not choose what a chat goes on with."""
+    report = (
+        "**TL;DR：** 原文位于“青光眼”的说法不可信。【1】\n\n### 论据与来源\n"
+        "**【1】飞蚊症**\n说明：原文位于“飞蚊症-科普”；包含问题中的关键词。\n来源：《飞蚊症-科普》\n原文：“…”"
+    )
+    assert first_place_of(report) == "飞蚊症-科普"
+    assert first_place_of("**TL;DR：** 原文位于“青光眼”。") == ""

@@ -33,6 +33,7 @@ GAP_LABEL = "证据缺口"
 ABSTAIN_TLDR = "知识库中未找到关于“{subject}”的证据。"
 NO_ITEMS = "无"
 CLOSEST_DOCUMENTS = 3
+BASIS_LABEL = "说明："
 PLACE_LABEL = "原文位于"  # an offline evidence item's 说明 opens with where its quote stands: 原文位于“慢性泪囊炎”
 
 
@@ -48,7 +49,8 @@ class EvidenceItem:
 def evidence_item(item: EvidenceItem) -> str:
     """One evidence item of 论据与来源, exactly as the answer prompt asks the LLM to write it."""
     explanation = item.explanation.replace("《", "“").replace("》", "”").replace("\n", " ")  # 《》 marks the source
-    return f"**【{item.number}】{item.title}**\n说明：{explanation}\n来源：《{item.source}》\n原文：“{item.quote}”"
+    head = f"**【{item.number}】{item.title}**"
+    return f"{head}\n{BASIS_LABEL}{explanation}\n来源：《{item.source}》\n原文：“{item.quote}”"
 
 
 def tldr_of(report: str) -> str:
@@ -60,13 +62,13 @@ def tldr_of(report: str) -> str:
 
 
 def first_place_of(report: str) -> str:
-    """Where a report's first quote stands, as its 说明 says (原文位于“飞蚊症-眼科医院转载”); "" where none says."""
-    start = report.find(f"{PLACE_LABEL}“")
-    if start < 0:
-        return ""
-    start += len(PLACE_LABEL) + 1
-    end = report.find("”", start)
-    return report[start:end] if end > start else ""
+    """Where a report's first quote stands, as its 说明 says (原文位于“飞蚊症-眼科医院转载”); "" where none says. Only
+    an evidence item's 说明 line counts: a quoted document's own "原文位于…" in the TL;DR says nothing of the report."""
+    opening = f"{BASIS_LABEL}{PLACE_LABEL}“"
+    _, _, evidence = report.partition(EVIDENCE_HEADING)
+    line = next((line for line in evidence.splitlines() if line.startswith(opening)), "")
+    place, closed, _ = line[len(opening) :].partition("”")
+    return place if closed else ""
 
 
 def gap_line(gaps: list[str]) -> str:
