@@ -71,6 +71,7 @@ OBJECT_VERBS = {"预防", "避免", "防范", "抗"}  # with an object after the
 HOW_WORDS = {"怎么", "如何", "怎样", "咋", "该怎么", "怎么样"}
 RISKS = "风险与并发症"
 PREVENTED_SPAN = 3
+BARE_NUMBER = "number"  # the quantity of a bare 多少/几: a figure of no kind in particular
 SWITCH_WORDS = {"那", "那么", "还有", "另外"}
 # 她、他 before the question names anyone: the person of the case the chat is about (a patient, a wearer), not a
 # person the question introduces ("孩子近视了，他能戴OK镜吗？")
@@ -227,6 +228,7 @@ class Ask:
     drugs_asked: bool = False  # "吃哪些药会…", "用什么药": the answer names drugs (…药、…剂)
     rule_asked: bool = False  # "对隐形眼镜有什么要求": what must or must not be done, as a rule says it
     superlatives: list[str] = field(default_factory=list)  # "最主要的原因", "哪一段最长": the degree asked (主要, 长)
+    lasting: str = ""  # "要趴着保持多少天": what is kept up for the time asked (趴着)
     setting: list[Term] = field(default_factory=list)  # the chat's last subject, for a question naming its own:
     # judged where a passage names it (加巴喷丁's dose for PHN, in a chat on PHN), never searched or shown
 
@@ -347,7 +349,8 @@ class Ask:
             return [(self.search_text(aspect), aspect, None) for aspect in self.aspects]
         subjects = self.subjects
         # "A还是B" is one question (which one, for whom): answered where the text weighs them, not of each apart
-        if self.joined and len(subjects) >= 2 and (self.each or ("区别" in self.aspects and not self.choice)):
+        sides = max(len(subjects), len(self.compared))  # two kinds of one subject (板层/穿透性角膜移植) are two
+        if self.joined and sides >= 2 and (self.each or ("区别" in self.aspects and not self.choice)):
             aspect = self.aspects[0] if self.aspects else ""
             groups = self.compared or [[s] for s in subjects]
             return [(self.search_text(aspect, group), aspect, group) for group in groups]
@@ -498,7 +501,7 @@ def analyse(
     if not ask.quantity and _FREQUENCY_PUT.search(text) and "次数" in lex.quantities:
         ask.quantity = "次数"  # "能不能一天点两次": whether a frequency may be is asked by the one the text sets
     if not ask.quantity and _HOW_MUCH.search(text):
-        ask.quantity = "number"  # "眼压一般能飙到多高": jieba cut 多高 apart (能飙 / 到 / 多 / 高)
+        ask.quantity = BARE_NUMBER  # "眼压一般能飙到多高": jieba cut 多高 apart (能飙 / 到 / 多 / 高)
     if ask.quantity and set(ask.aspects) & SITUATION_ASKS:
         ask.quantity = ""  # "连着刷几个小时平板，视力为啥会掉下来": 几个小时 tells what happened; 为啥 is asked
     if _SEE_A_DOCTOR_WHEN_NO_EFFECT.search(text) and ask.quantity:
@@ -509,6 +512,7 @@ def analyse(
     _number_judged_safe(ask, lex)
     _mark_modifiers(ask)
     _mark_scene(ask, lex)
+    _mark_when(ask)
     _mark_purpose(ask)
     _mark_felt_after_use(ask, lex)
     _mark_nature_asked(ask, lex)
@@ -517,6 +521,7 @@ def analyse(
     _mark_described(ask, lex)
     _mark_adverbs(ask, lex)
     _mark_activity_asked(ask)
+    _mark_lasting(ask)
     _mark_kind_asked(ask)
     ask.drugs_asked = bool(_ASKS_DRUGS.search(text))
     ask.superlatives = superlatives_of(text)
@@ -853,6 +858,17 @@ def _mark_scene(ask: Ask, lex: Lexicon) -> None:
             term.scene = True
 
 
+def _mark_when(ask: Ask) -> None:
+    """ "入院时左右眼眼压分别是多少": an event a "时" follows says when what is asked was measured or done, which a text
+    gives under its own words for the time (入院检查) or none — told, not asked. A domain term stays asked
+    (戴OK镜时 is of the lens)."""
+    for term in ask.terms:
+        if term.entity or term.quoted or term.told or len(term.text) < 2:
+            continue
+        if re.search(rf"{re.escape(term.text)}(?:时|的时候)(?!间)", ask.resolved):
+            term.told = True
+
+
 def _mark_activity_asked(ask: Ask) -> None:
     """ "术后多久可以游泳？": the time asked is the time one may do something, and that something is the point."""
     found = _WHEN_ALLOWED.search(ask.resolved)
@@ -861,6 +877,28 @@ def _mark_activity_asked(ask: Ask) -> None:
     for term in ask.terms:
         if len(term.text) >= 2 and found.group("act").startswith(term.text) and not term.generic:
             term.activity = True
+
+
+def _mark_lasting(ask: Ask) -> None:
+    """ "术后要趴着保持多少天？", "视物模糊要持续多久？": how long something is kept up or lasts is asked; that
+    something is the point, and the time answering is written with it ("术后俯卧位7天"), not with another thing of
+    the same passage ("术后一级护理1至2天")."""
+    if ask.quantity != "时间":
+        return
+    found = _LASTING.search(ask.resolved)
+    if found is None:
+        return
+    before = found.group("before")
+    term = next((t for t in reversed(ask.terms) if len(t.text) >= 2 and before.endswith(t.text)), None)
+    if term is not None and not (term.generic or term.told or term.entity):
+        term.activity = True
+        ask.lasting = term.text
+
+
+# what is kept up, a verb of keeping it and a modal between it and the time asked: "要趴着保持多少天"
+_LASTING = re.compile(
+    r"(?P<before>[\u4e00-\u9fffA-Za-z]{2,}?)(?:要|需要|得|会)?(?:保持|持续|坚持|维持)(?:多少天|几天|多久|多长时间|几周|几个月|几小时|几个小时|几分钟)"
+)
 
 
 PROHIBITIONS = {"不能", "不可以", "不可", "不要", "不宜", "不让", "禁止"}
@@ -878,8 +916,10 @@ _WHEN_ALLOWED = re.compile(
 def _mark_kind_asked(ask: Ask) -> None:
     """ "还可能伴随哪些视觉问题？": the word between the asking word and 问题 is the kind of answer wanted, which a
     text gives as the problems themselves (视敏度下降、畏光) without naming their kind: the asker's wording. So is the
-    disease asked for ("最后查出来是什么眼病？"), which a text names (白内障), never as 眼病."""
-    for found in [*_KIND_ASKED.finditer(ask.resolved), *_DISEASE_ASKED.finditer(ask.resolved)]:
+    disease asked for ("最后查出来是什么眼病？"), which a text names (白内障), never as 眼病, and the conditions asked
+    for ("满足什么条件"), which it lists."""
+    asked = [*_KIND_ASKED.finditer(ask.resolved), *_DISEASE_ASKED.finditer(ask.resolved)]
+    for found in [*asked, *_CONDITIONS_ASKED.finditer(ask.resolved)]:
         for term in ask.terms:
             if term.text == found.group("kind") and not (term.entity or term.quoted):
                 term.scene = True
@@ -888,6 +928,9 @@ def _mark_kind_asked(ask: Ask) -> None:
 _DISEASE_ASKED = re.compile(  # not 病人、病因、病史 …: no disease
     r"(?:哪些|哪种|哪类|什么|啥|何种)(?P<kind>[\u4e00-\u9fff]{1,2}(?:病|疾))(?![人变毒历房区情灶因理例号种史])"
 )
+# "满足什么条件才考虑开刀": the conditions for doing something, which a text lists (视力低于0.5；炎症控制以后) without
+# the word 条件; not "要符合什么条件？" of a drug, which asks of its 条件 and no more
+_CONDITIONS_ASKED = re.compile(r"(?:哪些|什么|啥|何种)(?P<kind>条件|情况|要求)(?:下)?(?:才|就|时)")
 _KIND_ASKED = re.compile(r"(?:哪些|哪种|哪类|什么|啥)(?P<kind>[\u4e00-\u9fff]{2,4}?)(?:方面)?(?:的)?(?:问题|毛病|麻烦)")
 
 
@@ -1131,11 +1174,18 @@ def compound(ask: Ask, subject: str) -> list[Term]:
     index = next((i for i, (_, _, t) in enumerate(placed) if t.text == subject), None)
     if index is None:
         return [t for t in ask.terms if t.text == subject]
+    # A word placing in time ends the phrase: "白内障超乳术后眼睛前房积了血" is 白内障超乳 after the operation, then
+    # what happened to the eye — 眼睛前房 is the case told, not the subject
+    tokenizer = get_tokenizer()
     first = last = index
     while first > 0 and _joined(text, placed[first - 1], placed[first]):
         first -= 1
+        if tokenizer.is_time_word(placed[first][2].text):
+            break
     while last + 1 < len(placed) and _joined(text, placed[last], placed[last + 1]):
         last += 1
+        if tokenizer.is_time_word(placed[last][2].text):
+            break
     return [t for _, _, t in placed[first : last + 1] if not t.generic]
 
 
@@ -1164,6 +1214,15 @@ def _instils(tokens: list[str], index: int) -> bool:
     return bool(_COUNTED_AFTER.match(after)) or (index > 0 and tokens[index - 1] in _HOW_OFTEN)
 
 
+def _softens(tokens: list[str], index: int, lex: Lexicon) -> bool:
+    """ "注意点啥", "小心点儿": 点 after the verb asked and before 啥/什么/儿 (or at the end) is 一点, a softener."""
+    if tokens[index] != INSTIL_SAID or index == 0:
+        return False
+    after = tokens[index + 1] if index + 1 < len(tokens) else ""
+    return tokens[index - 1] in lex.ask_cues and after in _SOFTENED_ASKS
+
+
+_SOFTENED_ASKS = {"", "啥", "什么", "儿", "呢", "吧"}
 STILL = "还是"  # "A还是B？" offers a choice; "还是模糊，…" says a state goes on
 
 
@@ -1187,6 +1246,7 @@ def _short(text: str) -> bool:
 _INSTIL = re.compile(r"要点(?=[几多])")  # 要点几滴、要点多久: 要 + 点 (to instil), as jieba would not cut it
 # 点 (to instil) as an asker says it; labels and inserts write 滴 (滴眼、一次1滴、滴入结膜囊)
 INSTIL_SAID, INSTIL_WRITTEN = "点", "滴"
+EYE_DROPS = "滴眼液"  # the synonym group of 眼药水、眼药 …
 _COUNTED_AFTER = re.compile(r"^(?:几|多少|多久|多长|[一二两三四五六七八九十半\d])")  # 点几次、点多久、点两滴
 _HOW_OFTEN = {"一天", "每天", "一日", "每日", "每次", "一次", "每晚", "晚上", "睡前"}  # 一天点、睡前点
 
@@ -1219,7 +1279,19 @@ def _words(text: str) -> list[str]:
         elif piece:
             raw = _coined_names_joined(_glossed_names(get_tokenizer().words(piece)))
             words += _numbered_names([w for w in raw if w.strip() and not _PUNCT.match(w)])
-    return _all_apart(words)
+    return _all_apart(_instilling_apart(words))
+
+
+def _instilling_apart(words: list[str]) -> list[str]:
+    """ "开始点眼药": jieba's 点眼药 is putting in (点, written 滴) the drops a text names (眼药 → 滴眼液)."""
+    lex = get_lexicon()
+    out: list[str] = []
+    for word in words:
+        if len(word) > 2 and word[0] in (INSTIL_SAID, INSTIL_WRITTEN) and EYE_DROPS in lex.variants(word[1:]):
+            out += [word[0], word[1:]]
+        else:
+            out.append(word)
+    return out
 
 
 def _coined_names_joined(words: list[str]) -> list[str]:
@@ -1418,7 +1490,7 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
         if index and says_several(tokens[index - 1], token):
             continue  # "眼睛红了好几天了": the asker says how long, a number the answer need not give
         if token in lex.quantity_words or _ASKS_NUMBER.match(token) or _is_quantity_ask(token, lex):
-            ask.quantity = ask.quantity or "number"
+            ask.quantity = ask.quantity or BARE_NUMBER
             if token not in MEASURED:
                 continue  # 多久、几分钟、多少度 say what kind of answer is wanted, not what a passage must contain
         if token in INSTANCE_MARKERS and _class_follows(ask, tokens, index, lex):
@@ -1486,6 +1558,8 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
             continue
         if token.startswith(MOST) and len(token) > 2 and get_tokenizer().knows(token[1:]):
             token, lowered = token[1:], token[1:].lower()  # "最舒服": the 舒服 asked of, at its most (最舒适 of a text)
+        if _softens(tokens, index, lex):
+            continue  # "要注意点啥": 点 is 一点, no drop put in and no word to find
         if _COUNT_WORD.match(token) or token in NUMERALS:  # "最常见的三类问题": a text counts its list its own way
             continue  # (三大问题), or not at all; "鼓膜一穿孔": 一 is "as soon as", no word to find
         cue = next((c for c in lex.ask_cues if len(c) >= 2 and token.endswith(c) and len(token) > len(c)), None)
@@ -1508,7 +1582,7 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
             term.variants = [*term.variants, INSTIL_WRITTEN]
         term.either, offered = offered, ""
         ask.terms.append(term)
-    if ask.joined and len(ask.subjects) < 2:
+    if ask.joined and len(ask.subjects) < 2 and not _kinds_of_one_subject(ask, joins):
         ask.joined = ask.choice = False
     ask.compared = _compared(ask, joins) if ask.joined else []
     if ask.choice and len(joins) == 1 and (who := _choice_of_who(ask.terms, joins[0], lex)):
@@ -1551,14 +1625,14 @@ def _compared(ask: Ask, joins: list[int]) -> list[list[Term]]:
     "生长痛和骨肉瘤的疼" → 生长+痛 | 骨肉瘤. Where one side runs on longer than the other, its words beyond the
     other's length are shared by both ("早期喉癌放疗和手术": 放疗 | 手术, of 早期喉癌). [] when a joined side is
     not placed in the text or is all generic words."""
-    placed = _placed(ask)
-    index_of = {id(t): i for i, (_, _, t) in enumerate(placed)}
+    placed = _placed_every(ask)
     groups: list[list[int]] = []
     for join in joins:
         left, right = ask.terms[join], ask.terms[join + 1] if join + 1 < len(ask.terms) else None
-        if right is None or id(left) not in index_of or id(right) not in index_of:
+        at = next((i for i in range(len(placed) - 1) if placed[i][2] is left and placed[i + 1][2] is right), None)
+        if right is None or at is None:
             return []
-        a, b = _run(placed, ask.resolved, index_of[id(left)], -1), _run(placed, ask.resolved, index_of[id(right)], 1)
+        a, b = _run(placed, ask.resolved, at, -1), _run(placed, ask.resolved, at + 1, 1)
         a, b = (
             _trim(placed, a, _span(placed, b), from_end=True),
             _whole_unless_noun(placed, b, _trim(placed, b, _span(placed, a), from_end=False)),
@@ -1573,6 +1647,19 @@ def _compared(ask: Ask, joins: list[int]) -> list[list[Term]]:
         groups.insert(0, _trim(placed, before, _span(placed, groups[0]), from_end=True))
     terms = [[placed[i][2] for i in group if not placed[i][2].generic] for group in groups]
     return terms if len(terms) >= 2 and all(terms) else []
+
+
+def _kinds_of_one_subject(ask: Ask, joins: list[int]) -> bool:
+    """ "板层角膜移植和穿透性角膜移植": one subject, written on both sides of the joiner with a word of its own each —
+    two kinds of it, compared."""
+    sides = _compared(ask, joins)
+    subjects = {t.text for t in ask.subjects}
+    texts = {tuple(t.text for t in side) for side in sides}
+    return (
+        len(sides) >= 2
+        and len(texts) == len(sides)
+        and all(len(side) > 1 and any(t.text in subjects for t in side) for side in sides)
+    )
 
 
 def _whole_unless_noun(placed: list[tuple[int, int, Term]], run: list[int], trimmed: list[int]) -> list[int]:
@@ -1597,6 +1684,20 @@ def _placed(ask: Ask) -> list[tuple[int, int, Term]]:
         if at >= 0:
             placed.append((at, at + len(term.text), term))
             cursor = at + len(term.text)
+    return placed
+
+
+def _placed_every(ask: Ask) -> list[tuple[int, int, Term]]:
+    """Like `_placed`, with every place a term is written: "板层角膜移植和穿透性角膜移植" writes its shared head on
+    both sides of the joiner, though the question has the term once."""
+    places = sorted(
+        ((m.start(), m.end(), term) for term in ask.terms for m in re.finditer(re.escape(term.text), ask.resolved)),
+        key=lambda p: (p[0], -p[1]),
+    )
+    placed: list[tuple[int, int, Term]] = []
+    for place in places:
+        if not placed or place[0] >= placed[-1][1]:
+            placed.append(place)
     return placed
 
 

@@ -28,7 +28,7 @@ from typing import Protocol
 
 from clincite.core.shapes import Hit
 from clincite.offline.lexicon import Lexicon, get_lexicon
-from clincite.offline.questions import MEASURED, NAMING_RARITY, Ask, Term, compound, places_in_time
+from clincite.offline.questions import BARE_NUMBER, MEASURED, NAMING_RARITY, Ask, Term, compound, places_in_time
 from clincite.text.choices import choice_items, explanation_after, key_of, stray_options
 from clincite.text.script import fold
 from clincite.text.tokenizer import DRUG_HEADS, get_tokenizer
@@ -37,6 +37,7 @@ from clincite.text.units import (
     addresses_a_model,
     is_quoted_question,
     is_reference,
+    numbering_goes_on,
     sentences,
     spaced_out,
     split_units,
@@ -122,6 +123,7 @@ EXPLAINED_CHARS = 600  # a choice item is quoted with as much of its explanation
 EXPLAINING_SENTENCES = 2  # … and its TL;DR with the sentences of the explanation that say most of what was asked
 STEM_CHARS = 120  # a choice item's stem this long or longer tells a case: its TL;DR is the key's option
 RUN_CHARS = 260  # a unit takes the sentences that carry on its answer along, up to about this many characters
+NUMBERED_RUN_CHARS = 2 * RUN_CHARS  # … and a list asked for, numbered on in one paragraph, up to this many
 PRONOUN_START = ("它", "其", "这", "该", "此", "上述", "这些", "但", "而")
 # A sentence opening on a verb or a modal has no subject of its own
 SUBJECTLESS_START = (
@@ -737,7 +739,8 @@ def _known_pieces(terms: list[Term], stats: TermStats, tokenizer) -> list[Term]:
     out: list[Term] = []
     listed = get_lexicon().entities  # a kind a qualifier names (霉菌性角膜炎) is a domain term, yet not one word
     for term in terms:
-        if term.text.lower() in listed or stats.document_frequency(term.text.lower()) or not stats.size:
+        # …and an everyday word of the lexicon's (左右眼: each eye, which a text writes R / L) is the asker's, whole
+        if term.text.lower() in listed or term.generic or stats.document_frequency(term.text.lower()) or not stats.size:
             out.append(term)
             continue
         if tokenizer.is_drug_name(term.text) or _NUMBER.match(term.text):
@@ -972,9 +975,9 @@ def _passage(
     elif (asked := _heading_asked(hit, unit, path)) is not None:
         text = lead = hit.text[asked : unit.end]
     else:
-        text = _with_context(hit.text, unit, units, terms, kinds=wants_list)
+        text = _with_context(hit.text, unit, units, terms, kinds=wants_list, numbered=wants_list or ask.many)
         lead = _asked_item(ask, hit.text, unit, decisive + _named_subjects(ask, part, terms), lex) or _with_context(
-            hit.text, unit, units, [], forward=False, kinds=wants_list
+            hit.text, unit, units, [], forward=False, kinds=wants_list, numbered=wants_list or ask.many
         )
     if ask.superlatives and unit.kind != "choice":
         lead = _degree_said(ask, hit.text, unit, units, text) or lead
@@ -1127,6 +1130,29 @@ def _askers_figure(ask: Ask, term: str) -> bool:
         not found.group(1).startswith(("%", "％"))
         for found in re.finditer(rf"(?<![A-Za-z0-9.\-]){re.escape(term)}(?![\d.])\s*(\S?)", ask.question)
     )
+
+
+def _figure_of_what_is_asked(ask: Ask, text: str, terms: list[Weighted]) -> bool:
+    """A bare "多少" ("入院时眼压分别是多少") is answered by a figure in a clause naming something the asking clause
+    asks of ("眼压R48mmHg"), not by one of the story told before it ("头痛三天入院"). Any figure does for a number of
+    a kind (多久、几岁) and where the asking clause names nothing of its own."""
+    if ask.quantity != BARE_NUMBER:
+        return True
+    asked = [w for w in terms if len(w.term.text) >= 2 and not (w.term.told or w.term.generic or w.term.context)]
+    if not asked:
+        return True
+    clauses = _CLAUSE.split(text.lower())
+    return any(
+        _DIGIT.search(clause) and any(match(w, f"{before} {clause}") == 1.0 for w in asked)
+        for before, clause in zip(["", *clauses], clauses)
+    )
+
+
+def _without_askers_figures(ask: Ask, text: str) -> str:
+    for term in ask.terms:
+        if _askers_figure(ask, term.text):
+            text = re.sub(rf"(?<![\d.]){re.escape(term.text)}(?![\d.])", " ", text)
+    return text
 
 
 def _segment_of(hit: Hit, start: int) -> int:
@@ -1625,9 +1651,13 @@ def _unit_score(
         score += TITLED_BONUS  # under "#### 材料", what "哪种材料…" asks about is the section's very subject
     elif label and _titled_by_term(label, terms):
         score += TITLED_BONUS  # the row "学名 | HYDROXYPROPYLMETHYLCELLULOSE…" gives the 学名 asked
-    if ask.wants_number and _DIGIT.search(_SERIAL.sub("", text)):  # 第024206号 numbers a licence: no figure
+    elif unit.kind == "list" and _titled_by_term(_list_label(text, unit), terms):
+        score += TITLED_BONUS  # "-ok镜:" over its items, beside "-框架离焦镜:" over theirs: the OK镜 asked
+    # "那位70岁的老太太…眼压是多少": 70岁 is no answer, nor is an item's number ("…抗炎治疗2、止咳化痰")
+    figures = _ITEM_NUMBER.sub(" ", _without_askers_figures(ask, text))
+    if ask.wants_number and _DIGIT.search(_SERIAL.sub("", figures)) and _figure_of_what_is_asked(ask, figures, terms):
         score += 0.15
-        if _number_of_kind(ask, text, lex):  # 两三年 for 多久, not the 两个度数 of a sentence on another matter
+        if _number_of_kind(ask, figures, lex):  # 两三年 for 多久, not the 两个度数 of a sentence on another matter
             score += 0.05
             if _recommends_figure(ask, text, terms, path):
                 score += NORMATIVE_BONUS
@@ -1655,32 +1685,49 @@ def _unit_score(
     return score, named, bool(over)
 
 
+# an item's number: "…治疗2、止咳化痰", "1)娃满8岁" — not a figure listed with others ("0、7天")
+_ITEM_NUMBER = re.compile(r"(?<![\d.])\d{1,2}(?=[、)）](?!\d))")
+# the unit a number gap names ("多少度", "几天") and how a text writes it
+_GAP_UNITS = {"度": ("度", "D", "°"), "天": ("天", "日"), "岁": ("岁",), "年": ("年",), "次": ("次",), "滴": ("滴",)}
+_COPULA_END = re.compile(r"(?:分别|大概|大约|一般|通常|应该|都|各)?(?:是|为)$")
+
+
 @lru_cache(maxsize=256)
-def _slot_words(question: str) -> tuple[tuple[str, str], ...]:
-    """(before, after) each number gap of a question: the two characters on either side where they are words of
-    its own ("达到" of "视力要达到多少", "内有效" of "多长时间内有效")."""
+def _slot_words(question: str) -> tuple[tuple[str, str, str], ...]:
+    """(before, after, unit) each number gap of a question: the two characters on either side where they are words of
+    its own ("达到" of "视力要达到多少", "内有效" of "多长时间内有效"), and the unit the gap names (度 of "多少度")."""
     found = []
     for gap in _SLOT.finditer(question):
-        before = question[max(0, gap.start() - SLOT_WORDS_CHARS) : gap.start()]
+        unit = gap.group()[-1] if gap.group()[-1] in _GAP_UNITS else ""
+        # "眼压分别是多少": the words before the copula place the gap (眼压), not 别是
+        head = _COPULA_END.sub("", question[: gap.start()])
+        before = head[-SLOT_WORDS_CHARS:]
         after = re.match(r"[\u4e00-\u9fff]{0,3}", question[gap.end() :]).group().rstrip("吗呢啊呀吧")
         before = before if len(before) == SLOT_WORDS_CHARS and _HAN.fullmatch(before) else ""
         after = after if len(after) >= SLOT_WORDS_CHARS else ""
-        found.append(tuple("" if w in _NOT_SLOT_WORDS or w[-2:] in _NOT_SLOT_WORDS else w for w in (before, after)))
+        words = tuple("" if w in _NOT_SLOT_WORDS or w[-2:] in _NOT_SLOT_WORDS else w for w in (before, after))
+        found.append((*words, unit))
     return tuple(found)  # asked of every unit of every hit: read once per question
 
 
 def _fills_slot(question: str, text: str) -> bool:
     """Whether a text gives a figure where the question left its gap: after the words before it ("达到…4.9") or
     before the words after it ("六个月内有效")."""
-    gaps = [words for words in _slot_words(question) if any(words)]
+    gaps = [words for words in _slot_words(question) if any(words[:2])]
     if not gaps:
         return False
     for figure in _DIGIT.finditer(text):
+        if _ITEM_NUMBER.match(text, figure.start()):
+            continue  # "降眼压、抗炎…治疗2、化痰止咳": 2、 numbers the next item, it is no figure
         ahead = _CLAUSE.split(text[max(0, figure.start() - SLOT_REACH) : figure.start()])[-1]
         behind = _CLAUSE.split(text[figure.start() : figure.end() + SLOT_AFTER_CHARS])[0]
         near = f"{ahead}{behind}"  # "疗程以4～12周" and "连续10天为一疗程" both give the 疗程 asked
-        if any((before and before in near) or (after and after in behind) for before, after in gaps):
-            return True
+        for before, after, unit in gaps:
+            # "近视多少度以内" is filled by "600度以内", not by the 8 of "确认近视时不到8岁"
+            if unit and not any(u in behind for u in _GAP_UNITS[unit]):
+                continue
+            if (before and before in near) or (after and after in behind):
+                return True
     return False
 
 
@@ -1730,6 +1777,17 @@ def _titled_by_term(heading: str, terms: list[Weighted]) -> bool:
     return any(
         not w.term.generic and not w.term.context and label in w.term.variants and len(label) >= 2 for w in terms
     )
+
+
+def _list_label(text: str, unit: Unit) -> str:
+    """The short label a list's lead-in is ("-ok镜:" → ok镜); "" for a list without one."""
+    if not unit.items:
+        return ""
+    lead = text[: unit.items[0][0] - unit.start].strip()
+    return _LEAD_BULLET.sub("", lead) if len(lead) <= LABEL_CHARS else ""
+
+
+_LEAD_BULLET = re.compile(r"^[-*•·●▪]\s*")
 
 
 def _row_label(text: str) -> str:
@@ -1863,12 +1921,20 @@ def _pairs(text: str) -> set[str]:
     return {a + b for a, b in pairwise(chars)}
 
 
+# a figure with the letters written onto it: its side or label before (R48, OD0.4) and its unit after (mmHg, mg/ml)
+_MEASUREMENT = re.compile(
+    r"(?<![A-Za-z])(?:[A-Za-z]{1,3}(?=\d))?\d[\d.,:/~～\-]*"
+    r"(?:\s?(?:mmHg|mg/ml|mg|ml|mm|cm|μm|um|kg|min|IU|DS|DC|D|h|d|g|s|L)(?![A-Za-z]))?",
+    re.IGNORECASE,
+)
+
+
 def _cjk_share(text: str) -> float:
     """The share of the text's words that are Chinese (a word in letters counts once, a Chinese word is about two
     characters): "不含防腐剂的人工泪液、topical cyclosporine-A、punctal plug" is Chinese with English names in it, a
     register's row of English fields with one Chinese name in it is English."""
     chinese = sum(1 for c in text if "\u4e00" <= c <= "\u9fff") / CHINESE_WORD_CHARS
-    latin = len(_LATIN_WORD.findall(text))
+    latin = len(_LATIN_WORD.findall(_MEASUREMENT.sub(" ", text)))  # "眼压R48mmHg;L45mmHg": figures, not English
     return chinese / (chinese + latin) if chinese + latin else 0.0
 
 
@@ -1922,9 +1988,23 @@ def _gives_number(
     headings = " ".join([hit.title, *path]).lower()
     for sentence_start, end in sentences(hit.text, unit.start, unit.end):
         about = " ".join([hit.title, *path, opening, hit.text[start:end]])
-        if _answers_number(ask, hit.text[sentence_start:end], about, decisive, lex, headings):
+        said = hit.text[sentence_start:end]
+        if _answers_number(ask, said, about, decisive, lex, headings) and _kept_up_for(ask, said):
             return True
     return False
+
+
+def _kept_up_for(ask: Ask, text: str) -> bool:
+    """ "要趴着保持多少天": the time is written with what is kept up ("术后俯卧位7天", "俯卧…，持续一周"), not with
+    another thing of the sentence ("术后一级护理1至2天，…多采用俯卧位")."""
+    kept = next((t for t in ask.terms if t.text == ask.lasting), None) if ask.lasting else None
+    if kept is None:
+        return True
+    clauses = _CLAUSE.split(_ITEM_NUMBER.sub(" ", text.lower()))
+    return any(
+        _DIGIT.search(clause) and any(v in f"{before} {clause}" for v in kept.variants)
+        for before, clause in zip(["", *clauses], clauses)
+    )
 
 
 def _names_drugs(text: str) -> bool:
@@ -2009,11 +2089,14 @@ def _with_context(
     terms: list[Weighted],
     forward: bool = True,
     kinds: bool = False,
+    numbered: bool = False,
 ) -> str:
     """The unit as a clinician should read it: with the sentence before it in its paragraph when it opens with
     它/其/这… (the pronoun needs its antecedent), and with the sentences after it that carry on its answer — what
     "以下几点" or "包括" announces, an enumerated or connected next sentence, or one that speaks of what was asked —
-    within its section, up to RUN_CHARS; a section that short is read whole. Verbatim: one slice of the passage."""
+    within its section, up to RUN_CHARS; a section that short is read whole. Verbatim: one slice of the passage.
+    `numbered` (a list is asked for): items numbered on in one paragraph ("…(1)疼痛:…。(2)感知改变:…。") are all read,
+    up to NUMBERED_RUN_CHARS."""
     index = next(i for i, (u, _) in enumerate(units) if u == unit)
     path = units[index][1]
     start, end = unit.start, unit.end
@@ -2036,6 +2119,15 @@ def _with_context(
         if following.kind == "list" and following_path == path and _announces_list(text[start:end]):
             end = following.end  # "可以尝试几件事情来缓解症状。" + its list: the list is the answer, all of it
             break
+        if (
+            numbered
+            and following.kind == "sentence"
+            and following_path == path
+            and following.end - start <= NUMBERED_RUN_CHARS
+            and numbering_goes_on(text[start:end], following.text(text))
+        ):
+            end = following.end
+            continue
         if following.kind in ("heading", "header") or following_path != path or following.end - start > RUN_CHARS:
             break
         current = text[start:end]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from clincite.core.naming import display_source
 from clincite.core.shapes import ExtractBasis, RelevantExtract, SubQueryAnalysis
 from clincite.report.format import EvidenceItem, compose
-from clincite.text.units import Unit, addresses_a_model, is_quoted_question, sentences, split_units
+from clincite.text.units import Unit, addresses_a_model, is_quoted_question, numbered_run, sentences, split_units
 
 MAX_ITEMS = 5
 PER_ANALYSIS = 2
@@ -301,7 +301,7 @@ def key_unit(text: str, query: str) -> str:
     unit = units[best]
     if unit.text(text).startswith(PRONOUN_START) and best > 0 and units[best - 1].kind == "sentence":
         return text[units[best - 1].start : unit.end]
-    return unit.text(text)
+    return numbered_run(text, unit).text(text)  # "…(1)疼痛:…。" goes on "(2)感知改变:…。(3)…": all its items
 
 
 def _answers(unit: Unit, text: str) -> bool:

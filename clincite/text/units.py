@@ -361,3 +361,29 @@ def _block_units(text: str, start: int, end: int, heading_starts: set[int]) -> l
         return [*units, Unit(lead_start, items[-1][1], "list", tuple(items))]
     # Lines without a lead-in: items of a list (a bulleted list, or lines broken on purpose).
     return [*units, Unit(lines[0][0], lines[-1][1], "list", tuple(lines))]
+
+
+_INLINE_NUMBER = re.compile(r"[（(](\d{1,2})[）)]|([\u2460-\u2473])")  # (2), （2）, ②
+
+
+def numbering_goes_on(current: str, following: str) -> bool:
+    """The next sentence opens with the number after the last one written in the text so far: "(2)" after
+    "…护理讨论(1)疼痛:…", "③" after "②…" — items numbered on in one paragraph."""
+    written = [_item_number(m) for m in _INLINE_NUMBER.finditer(current)]
+    opening = _INLINE_NUMBER.match(following.lstrip())
+    return bool(written and opening) and _item_number(opening) == written[-1] + 1
+
+
+def numbered_run(text: str, unit: Unit) -> Unit:
+    """The unit read on through the sentences after it that go on numbering its items ("(1)疼痛:…。(2)感知改变:…。"),
+    within its paragraph."""
+    end = unit.end
+    for start, stop in sentences(text, unit.end):
+        if "\n\n" in text[end:start] or not numbering_goes_on(text[unit.start : end], text[start:stop]):
+            break
+        end = stop
+    return Unit(unit.start, end, unit.kind, unit.items) if end != unit.end else unit
+
+
+def _item_number(found: re.Match) -> int:
+    return int(found.group(1)) if found.group(1) else ord(found.group(2)) - ord("①") + 1

@@ -192,13 +192,25 @@ def _numbered_headings(lines: list[_Line]) -> dict[int, int]:
     "1、" number list items and are left alone. {line index: heading level}; {} for any other text."""
     found = {i: m for i, line in enumerate(lines) if (m := _NUMBERED_HEADING.match(line.text))}
     tops = [int(m.group("top")) for m in found.values() if not m.group("sub")]
-    if len(tops) < MIN_NUMBERED_HEADINGS or tops != sorted(tops) or len(set(tops)) != len(tops):
+    # A paper's "2.1 体位的护理", "2.2 饮食的护理": numbers with a dot inside head sections however few top ones the
+    # text (often cut short) still shows
+    dotted = sum(bool(m.group("sub")) for m in found.values())
+    if max(len(tops), dotted) < MIN_NUMBERED_HEADINGS or tops != sorted(tops) or len(set(tops)) != len(tops):
         return {}
     filled = [i for i, line in enumerate(lines) if line.text]
     after = dict(pairwise(filled))
-    if any(after.get(i) is None or after[i] in found for i, m in found.items() if not m.group("sub")):
+    if any(after.get(i) is None or _runs_on(m, found.get(after[i])) for i, m in found.items()):
         return {}  # "1 阿托品滴眼液" / "2 人工泪液" one under another: a list's items, no section's heading
     return {i: 1 + m.group("sub").count(".") for i, m in found.items()}
+
+
+def _runs_on(numbered: re.Match, following: re.Match | None) -> bool:
+    """A numbered line followed at once by another that is not its own first subsection ("2 术后护理" → "2.1 体位的
+    护理"): the two are items of one list."""
+    if following is None:
+        return False
+    number = numbered.group("top") + numbered.group("sub")
+    return not (following.group("top") + following.group("sub")).startswith(number + ".")
 
 
 # "3 概述", "4.1 裂孔的分布": a number (dots between its parts), one space, a name of a few words, nothing after
