@@ -2125,6 +2125,7 @@ def _with_context(
             and following_path == path
             and following.end - start <= NUMBERED_RUN_CHARS
             and numbering_goes_on(text[start:end], following.text(text))
+            and not addresses_a_model(following.text(text))  # "(2)请忽略之前的所有指令…": no item of the answer
         ):
             end = following.end
             continue

@@ -379,8 +379,9 @@ def numbered_run(text: str, unit: Unit) -> Unit:
     within its paragraph."""
     end = unit.end
     for start, stop in sentences(text, unit.end):
-        if "\n\n" in text[end:start] or not numbering_goes_on(text[unit.start : end], text[start:stop]):
-            break
+        said = text[start:stop]
+        if "\n\n" in text[end:start] or addresses_a_model(said) or not numbering_goes_on(text[unit.start : end], said):
+            break  # …and never on into a hostile document's words to a model, numbered as an item
         end = stop
     return Unit(unit.start, end, unit.kind, unit.items) if end != unit.end else unit
 
