@@ -20,7 +20,7 @@ asked for.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import pairwise
@@ -1141,11 +1141,13 @@ def _figure_of_what_is_asked(ask: Ask, text: str, terms: list[Weighted]) -> bool
     asked = [w for w in terms if len(w.term.text) >= 2 and not (w.term.told or w.term.generic or w.term.context)]
     if not asked:
         return True
-    clauses = _CLAUSE.split(text.lower())
-    return any(
-        _DIGIT.search(clause) and any(match(w, f"{before} {clause}") == 1.0 for w in asked)
-        for before, clause in zip(["", *clauses], clauses)
-    )
+    return _figure_with(text.lower(), lambda near: any(match(w, near) == 1.0 for w in asked))
+
+
+def _figure_with(text: str, names: Callable[[str], bool]) -> bool:
+    """Some clause of the text gives a figure and, with the clause before it, names what `names` looks for."""
+    clauses = _CLAUSE.split(text)
+    return any(_DIGIT.search(clause) and names(f"{before} {clause}") for before, clause in zip(["", *clauses], clauses))
 
 
 def _without_askers_figures(ask: Ask, text: str) -> str:
@@ -2000,11 +2002,7 @@ def _kept_up_for(ask: Ask, text: str) -> bool:
     kept = next((t for t in ask.terms if t.text == ask.lasting), None) if ask.lasting else None
     if kept is None:
         return True
-    clauses = _CLAUSE.split(_ITEM_NUMBER.sub(" ", text.lower()))
-    return any(
-        _DIGIT.search(clause) and any(v in f"{before} {clause}" for v in kept.variants)
-        for before, clause in zip(["", *clauses], clauses)
-    )
+    return _figure_with(_ITEM_NUMBER.sub(" ", text.lower()), lambda near: any(v in near for v in kept.variants))
 
 
 def _names_drugs(text: str) -> bool:
