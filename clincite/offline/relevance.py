@@ -2031,12 +2031,11 @@ def _figure_beside(text: str, decisive: list[Weighted], headings: str) -> bool:
     ("正常人的眼压为10～21mmHg"; "IOP明显升高，多在50mmHg以上" under the disease's title), not by one a clause away
     from it ("随脱离范围扩大而下降，超过一个象限者，眼压显著降低")."""
     lowered = _ENUMERATED.sub("", text.lower())  # "7、前极白内障": an item's number is no figure of it
-    clauses = _CLAUSE.split(lowered)
-    return any(
-        _DIGIT.search(clause)
-        and any(_names(w, f"{before} {clause}") for w in decisive)
-        and all(_names(w, f"{before} {clause}") or _names(w, headings) for w in decisive)
-        for before, clause in zip(["", *clauses], clauses)
+    return _figure_with(
+        lowered,
+        lambda near: (
+            any(_names(w, near) for w in decisive) and all(_names(w, near) or _names(w, headings) for w in decisive)
+        ),
     )
 
 
