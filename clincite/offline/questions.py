@@ -1511,7 +1511,14 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
             following = tokens[index + 1] if index + 1 < len(tokens) else ""
             # 这种治疗 / 该药: the noun after a demonstrative names the previous topic, not a subject of its own.
             # With nothing asked before, "作者那个excel" names the excel: there is no earlier topic it could be.
-            skip = in_a_chat and token in lex.demonstratives and bool(following) and following not in lex.function_words
+            # "那个紧皮膏": a name of its own after the demonstrative is the thing pointed at, named
+            skip = (
+                in_a_chat
+                and token in lex.demonstratives
+                and bool(following)
+                and following not in lex.function_words
+                and not _names_one_thing(following)
+            )
             continue
         if token == STILL and _says_still(ask, tokens, index):
             continue  # "看近处还是模糊，会不会有问题？": still blurred, no choice between two things
@@ -1847,6 +1854,12 @@ def _add_cue(ask: Ask, cue: str, lex: Lexicon) -> None:
         ask.aspects.append(aspect)
     if cue not in ask.cues:
         ask.cues.append(cue)
+
+
+def _names_one_thing(word: str) -> bool:
+    """A name that can only mean one thing (紧皮膏、OK镜): a coinage or an abbreviation, never a class a demonstrative
+    points back through (这种药、该病) nor words jieba ran on after one (病能点激素 of "这种病能点激素眼药水")."""
+    return _coined_name(word) or _abbreviation(word)
 
 
 def _abbreviation(word: str) -> bool:

@@ -25,7 +25,7 @@ GENERAL_MEDICAL_FREQUENCY = 50_000
 # jieba's tags of nouns (n, nr, nz, ns, nt …), time nouns (t: 潜伏期) and abbreviated nouns (j: 医保、社保)
 NOUN_TAGS = ("n", "t", "j")
 TAGGED_WORDS_KEPT = 50_000  # words whose part-of-speech tags are kept (a bound, never reached by one KB's questions)
-VERB_ENDINGS = set("过着了到出进来去完好起上下住成")  # written on a verb: 做过、开着、伤到、拿出
+VERB_ENDINGS = set("过着了到出进来去完好起上下住成够")  # written on a verb: 做过、开着、伤到、拿出、盖够
 PHRASE_FREQUENCY = 3  # jieba's frequency for the idioms and set phrases its dictionary lists (这么久、打扫卫生)
 MIN_DICTIONARY_WORD = 3  # shorter synonyms would re-cut ordinary text around them
 SYNONYM_FREQUENCY = 2000
