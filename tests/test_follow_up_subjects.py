@@ -65,3 +65,31 @@ def test_a_name_pointed_at_with_a_demonstrative_is_what_the_follow_up_asks_of():
     assert "紧皮膏" in named, named
     pointed = [t.text for t in analyse("这种药一天用几次？", [before]).terms]
     assert "药" not in pointed, pointed
+
+
+ANGIOGRAPHY = (
+    "眼底荧光血管造影检查须知（演示材料）\n"
+    "检查前需要散瞳。散瞳后几个小时内看近处模糊、怕光，检查当天请不要自己开车。"
+    "造影剂会让皮肤和尿液暂时发黄，一般一两天内随尿液排出，不必紧张。\n"
+)
+
+FUNDUS_SCREENING = (
+    "糖尿病患者的眼底检查（演示材料）\n"
+    "糖尿病患者应每年做一次眼底检查，病变较重者遵医嘱缩短间隔。视力明显下降时，应避免夜间开车。\n"
+)
+
+
+def test_a_follow_up_goes_on_with_the_whole_procedure_the_last_question_named():
+    """ "刚做完眼底造影…": 造影 is written onto 眼底 — the chat is about the angiography, not any 眼底 text."""
+    before = "我爸刚做完眼底造影，回家发现脸上和小便都发黄，这正常吗？"
+    carried_on = [t.text for t in analyse("那检查当天我能自己开车回家吗？", [before]).terms if t.context]
+    assert carried_on[:2] == ["眼底", "造影"], carried_on
+
+
+async def test_driving_after_the_angiography_is_searched_and_answered_as_the_angiography(tmp_path: Path):
+    service = library(tmp_path, {"眼底造影须知.txt": ANGIOGRAPHY, "糖尿病眼底检查.txt": FUNDUS_SCREENING})
+    turns = await chat(service, "我爸刚做完眼底造影，回家发现脸上和小便都发黄，这正常吗？")
+    result = await service.ask("那检查当天我能自己开车回家吗？", turns)
+    searched = [q.text for q in result.sub_queries]
+    assert any("造影" in q for q in searched), searched
+    assert "检查当天请不要自己开车" in tldr(result.answer), result.answer

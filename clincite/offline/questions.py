@@ -24,7 +24,7 @@ from clincite.core.shapes import ChatTurn
 from clincite.offline.lexicon import Lexicon, get_lexicon, says_several
 from clincite.report.format import ABSTAIN_TLDR, first_place_of, tldr_of
 from clincite.text.script import fold
-from clincite.text.tokenizer import get_tokenizer
+from clincite.text.tokenizer import VERB_ENDINGS, get_tokenizer
 
 TRAILING = "？?。！!，,、 ；;：:"
 PARTICLES = ("吗", "呢", "吧", "啊", "呀")
@@ -243,6 +243,8 @@ class Ask:
         lex = get_lexicon()
         # what a named drug is asked as used for (过敏性结膜炎 of "奥洛他定滴眼液治过敏性结膜炎…") is not the subject
         own = [t for t in self.terms if not (t.generic or t.context or t.ranks_only or places_in_time(t))]
+        # the asker's picture of it (黏糊糊的, 用纱布把…) is never what is asked about, while anything else is named
+        own = [t for t in own if not (t.scene and _pictured(t.text, self.resolved))] or own
         specific = [t for t in own if t.text.lower() not in lex.not_subjects]
         named = [t for t in specific if t.entity or _abbreviation(t.text) or _proper_name(t) or self.names_drug(t)]
         # 长期用激素眼药水…: no domain term but 眼药水, which is a form rather than a subject; still the best name of it
@@ -492,6 +494,7 @@ def analyse(
     ]
     ask = Ask(question=question, resolved=text, same_message=same_message)
     marker = _classify(ask, tokens, lex, bool(previous))
+    _diopters_named(ask)
     _reason_over_negation(ask, lex)
     _drop_who_asked(ask, text)
     _mark_quoted(ask, question, lex)
@@ -512,6 +515,7 @@ def analyse(
     _number_judged_safe(ask, lex)
     _mark_modifiers(ask)
     _mark_scene(ask, lex)
+    _mark_instrument(ask)
     _mark_when(ask)
     _mark_purpose(ask)
     _mark_felt_after_use(ask, lex)
@@ -564,7 +568,10 @@ def analyse(
     else:
         before = analyse(previous[-1], previous[:-1], lex)
         context = _context_of(ask, before)
-        own = [t for t in ask.subjects if _names_a_subject(t)] or [t for t in ask.terms if _names_a_subject(t)]
+        # 眼药水 of "有哪些眼药水可以先点着？" is a form of treatment, which names no subject of its own
+        own = [t for t in ask.subjects if _names_a_subject(t) and t.text.lower() not in lex.not_subjects] or [
+            t for t in ask.terms if _names_a_subject(t) and t.text.lower() not in lex.not_subjects
+        ]
         # "一般会持续多久？" after 屈光手术后干眼 names nothing of its own; "加巴喷丁一天用多少？" after PHN's drugs
         # names what the library writes of with PHN: both go on in the last question's setting, searched with it.
         # "补充维生素D有用吗？" after 红光治疗 is a new question: the setting is only weighed, never searched.
@@ -580,6 +587,24 @@ def analyse(
         else:
             ask.setting = context
     return ask
+
+
+def _diopters_named(ask: Ask) -> None:
+    """ "远视300度": the asker's 度 of a lens or an eye's error is a hundredth of the dioptre a text writes
+    ("+3.00D")."""
+    if not _REFRACTIVE.search(ask.resolved):
+        return
+    for said in _DEGREES.finditer(ask.resolved):
+        value = int(said.group(1))
+        dioptres = [f"{value / 100:.2f}", f"{value / 100:.1f}"] if value % DEGREE_STEP == 0 else []
+        for term in ask.terms:
+            if term.text == said.group(1):
+                term.variants += [d for d in dioptres if d not in term.variants]
+
+
+DEGREE_STEP = 25  # lenses come in quarter dioptres: 25度 steps
+_DEGREES = re.compile(r"(?<![\d.])(\d{2,4})度")
+_REFRACTIVE = re.compile("近视|远视|散光|老花|屈光|镜片|眼镜|度数")
 
 
 def places_in_time(term: Term) -> bool:
@@ -708,10 +733,15 @@ def _context_of(ask: Ask, before: Ask) -> list[Term]:
     names it, never required, for the question may still be about something new (纤维肌痛's 诊断标准 after a
     question on 阿片类药物)."""
     own = {t.text for t in ask.terms}
+    named = [t for t in before.subjects if _names_a_subject(t)]  # 激素眼药水 of "长期用激素眼药水会引起…", not 长期
+    # 眼底 of "刚做完眼底造影…" goes on with the word written onto it: the 造影 is what the chat is about
+    topic = _topic_of(before)
+    phrase = compound(before, topic) if any(t.text == topic for t in named) else []
+    carried = [*phrase, *(t for t in named if t not in phrase)]
     return [
         Term(t.text, t.variants, t.entity, t.generic, inherited=True, context=True)
-        for t in before.subjects
-        if t.text not in own and _names_a_subject(t)  # 激素眼药水 of "长期用激素眼药水会引起…", not 长期 or 引起
+        for t in carried
+        if t.text not in own
     ]
 
 
@@ -856,6 +886,23 @@ def _mark_scene(ask: Ask, lex: Lexicon) -> None:
             continue  # "宜可利除了严重干眼，还有什么适应症": a brand the asker names first, then asks of
         if not lex.is_medical(term.text):
             term.scene = True
+
+
+def _mark_instrument(ask: Ask) -> None:
+    """ "能不能用纱布把眼睛包起来": what it is done with (用…把) is how the asker pictures the act; a text on whether
+    the eye may be bandaged says so whatever it names the dressing. The act and its object are what is asked."""
+    for used in _DONE_WITH.finditer(ask.resolved):
+        for term in ask.terms:
+            if term.text in used.group(1) and not (term.entity or term.quoted):
+                term.scene = True
+
+
+_DONE_WITH = re.compile(r"用([^，,。；;？?！!把]{1,6})把")
+
+
+def _pictured(word: str, text: str) -> bool:
+    """How the asker pictures it: a vivid adjective (黏糊糊) or what it is done with (用纱布把…)."""
+    return bool(_VIVID.fullmatch(word)) or any(word in used.group(1) for used in _DONE_WITH.finditer(text))
 
 
 def _mark_when(ask: Ask) -> None:
@@ -1157,6 +1204,11 @@ def _mark_adverbs(ask: Ask, lex: Lexicon) -> None:
         described = term.entity or term.quoted or lex.is_medical(term.text)
         if len(term.text) >= 2 and not described and tokenizer.is_adverb(term.text):
             term.scene = True
+        if not described and _VIVID.fullmatch(term.text):
+            term.scene = True  # "黏糊糊的黏液", "红彤彤的": how the asker sees it, which no text writes so
+
+
+_VIVID = re.compile(r"[\u4e00-\u9fff]([\u4e00-\u9fff])\1")  # an adjective with a doubled ending: 黏糊糊、湿漉漉
 
 
 def _mark_modifiers(ask: Ask) -> None:
@@ -1211,7 +1263,10 @@ def _instils(tokens: list[str], index: int) -> bool:
     if tokens[index] != INSTIL_SAID:
         return False
     after = tokens[index + 1] if index + 1 < len(tokens) else ""
-    return bool(_COUNTED_AFTER.match(after)) or (index > 0 and tokens[index - 1] in _HOW_OFTEN)
+    if _COUNTED_AFTER.match(after) or (index > 0 and tokens[index - 1] in _HOW_OFTEN):
+        return True
+    lex = get_lexicon()  # "有哪些眼药水可以先点着": with the drops named, 点 is putting them in
+    return any(EYE_DROPS in lex.variants(token) for token in tokens)
 
 
 def _softens(tokens: list[str], index: int, lex: Lexicon) -> bool:
@@ -1289,10 +1344,13 @@ def _words(text: str) -> list[str]:
 def _instilling_apart(words: list[str]) -> list[str]:
     """ "开始点眼药": jieba's 点眼药 is putting in (点, written 滴) the drops a text names (眼药 → 滴眼液)."""
     lex = get_lexicon()
+    drops = any(EYE_DROPS in lex.variants(word) for word in words)
     out: list[str] = []
     for word in words:
         if len(word) > 2 and word[0] in (INSTIL_SAID, INSTIL_WRITTEN) and EYE_DROPS in lex.variants(word[1:]):
             out += [word[0], word[1:]]
+        elif drops and len(word) == 2 and word[0] == INSTIL_SAID and word[1] in VERB_ENDINGS:
+            out += [word[0], word[1]]  # "眼药水…先点着": 点 with its ending, the drops put in
         else:
             out.append(word)
     return out

@@ -56,6 +56,7 @@ DECISIVE_SHARE = 0.6  # a term weighing this share of the heaviest one is decisi
 PARTIAL_MATCH = 0.5  # a term matched only by one of its sub-words (红光 for 红光治疗)
 COMPOUND_RARITY = 9.8  # general-Chinese rarity from which a word written onto the subject narrows it (手术 9.9)
 COVER_SHARE = 0.8  # an unseen word counts by the KB's words inside it when they make up this share of it
+OPPOSING_PREFIXES = ("抗", "非")  # 抗真菌、非感染性: never the 真菌 or 感染性 inside them
 UNSEEN_CAP = 2.0  # an unseen word weighs at most this many times the question's heaviest known term
 GENERIC_WEIGHT = 0.3  # 孩子、方法 … weigh this share of their idf
 WORDING_SHARE = 1.0  # the asker's verb (宣称 for the text's 号称) weighs at most this share of the heaviest noun
@@ -117,6 +118,8 @@ TABLE_STEP = 0.01  # a table a passage points to ranks just below that passage
 LABEL_CHARS = 20  # a sentence shorter than this without an ending is a heading or a label
 KIND_SHARE = 0.6  # the second word of a two-word subject weighing at most this share of the first says its kind
 TOGETHER_CHARS = 14  # the words of a compound subject start this close to each other where a text speaks of it
+SURGERY = "手术"
+_PROCEDURE_END = re.compile(r"(?<=[\u4e00-\u9fff])(?<!手)术")  # 吸除术、切除术、移植术
 PHRASE_CHARS = 16  # … and a passage writing the question's whole phrase of them (at most this long) speaks of it
 _CLAUSE_MARK = re.compile(r"[，。；！？、,;!?\s]")
 EXPLAINED_CHARS = 600  # a choice item is quoted with as much of its explanation as fits in this many characters
@@ -498,6 +501,8 @@ def _compares_the_unnamed(ask: Ask, stats: TermStats) -> bool:
     compare; what the library says of the other side alone answers no part of it."""
     if "区别" not in ask.aspects or len(ask.compared) < 2 or not stats.size:
         return False
+    if ask.choice and set.intersection(*({t.text for t in side if not t.generic} for side in ask.compared)):
+        return False  # "是凹镜片还是凸镜片": which kind of one thing; a text names the one that is, not the other
     sides = [_weigh([t for t in group if not t.generic], stats) for group in ask.compared]
     return any(side and all(w.unseen for w in side) for side in sides)
 
@@ -743,8 +748,9 @@ def _known_pieces(terms: list[Term], stats: TermStats, tokenizer) -> list[Term]:
         if term.text.lower() in listed or term.generic or stats.document_frequency(term.text.lower()) or not stats.size:
             out.append(term)
             continue
-        if tokenizer.is_drug_name(term.text) or _NUMBER.match(term.text):
-            # 卡替洛尔 is a drug the library never names, not 卡替 + the 洛尔 of 噻吗洛尔; 0.01% a figure, not 0 + 01
+        if tokenizer.is_drug_name(term.text) or _NUMBER.match(term.text) or _opposes_its_rest(term.text):
+            # 卡替洛尔 is a drug the library never names, not 卡替 + the 洛尔 of 噻吗洛尔; 0.01% a figure, not 0 + 01;
+            # 抗真菌 a class of drugs, the opposite of the 真菌 of 真菌性角膜炎
             out.append(term)
             continue
         pieces = tokenizer.dictionary_words(term.text)
@@ -773,6 +779,11 @@ def _known_pieces(terms: list[Term], stats: TermStats, tokenizer) -> list[Term]:
                     )
                 )
     return out
+
+
+def _opposes_its_rest(word: str) -> bool:
+    """抗真菌、抗病毒、非感染性: a prefix that says against or not what the rest of the word names."""
+    return len(word) >= 3 and word.startswith(OPPOSING_PREFIXES)
 
 
 def _known_cover(word: str, stats: TermStats) -> list[str]:
@@ -1263,6 +1274,8 @@ def _may_decide(weighted: Weighted) -> bool:
         return False
     if term.entity or term.text.isascii():
         return True
+    if weighted.unseen and _opposes_its_rest(term.text):
+        return True  # 抗真菌眼药水: a library that never names an antifungal cannot say which one
     if not tokenizer.is_noun(term.text):  # 延缓、换成、一半: the asker's verb or number, which a text words its own way
         return False
     rarity = tokenizer.general_rarity(term.text)
@@ -1335,6 +1348,8 @@ def _written_together(names: list[Weighted], unit: Unit, hit: Hit, headings: str
 
 def _spans(weighted: Weighted, text: str) -> list[tuple[int, int]]:
     found = []
+    if weighted.term.text == SURGERY:  # 超声乳化白内障吸除术: a procedure's name ends in the 术 of the 手术 asked of
+        found += [(m.start(), m.end()) for m in _PROCEDURE_END.finditer(text)]
     for variant in weighted.term.variants:
         pattern = rf"(?<![a-z]){re.escape(variant)}(?![a-z0-9])" if variant.isascii() else re.escape(variant)
         found += [(m.start(), m.end()) for m in re.finditer(pattern, text)]

@@ -20,15 +20,19 @@ VIGNETTE_LINES = 2  # a case told over at most this many lines before the stem l
 MIN_OPTIONS = 3  # "A. … B. …" alone may be two cases of a text; three options in order are a question's
 LETTERS = "ABCDEFGH"
 # "A. 视网膜之前", or the letter and a space before Chinese ("A 视网膜之前", as spreadsheet banks write them)
-_OPTION_LINE = re.compile(r"[ \t]*([A-H])(?:[ \t]*[.．、)）:：]|[ \t]+(?=[^\x00-\x7f]))[ \t]*\S")
+_OPTION_LINE = re.compile(
+    r"[ \t]*(?:[【\[]([A-H])[】\]]|([A-H])(?:[ \t]*[.．、)）:：]|[ \t]+(?=[^\x00-\x7f])))[ \t]*\S"  # "【D】1/6" too
+)
 # on the stem's line, a letter not written onto a Latin word or a number ("是A. 滤泡形成B. …" once Markdown joins lines)
-_INLINE_OPTION = re.compile(r"(?<![A-Za-z0-9])([A-H])[ \t]*[.．、)）][ \t]*(?=\S)")
+_INLINE_OPTION = re.compile(r"(?<![A-Za-z0-9])(?:[【\[]([A-H])[】\]]|([A-H])[ \t]*[.．、)）])[ \t]*(?=\S)")
 # a stem that asks: a question mark, a blank, 下列/以下/哪/什么…, or one ending in 是/为 (the option completes it)
 _ASKS = re.compile(r"[？?]|[（(]\s*[）)]|下列|以下|哪|何种|什么|多少|(?<!分)[是为][:：]?\s*$")
 # "可采取以下预防措施:" — the text announcing its own list (no 哪, no question mark, not "…的是："): no stem
 _LIST_ANNOUNCED = re.compile(r"(?:以下|下列)[^？?哪]*?(?<![是为])[:：][\s。.]*$")
 _EXPLANATION = re.compile(  # a key's reasoning
-    r"\s*(?:[【\[](?:答案)?解析[】\]]|(?:(?:答案)?(?:解析|解释|分析)|explanation|analysis|rationale)\s*[:：])", re.I
+    r"\s*(?:[【\[](?:答案)?(?:解析|解[题題]思路)[】\]]|(?:(?:答案)?(?:解析|解[释釋]|分析|解[题題]思路)|本[题題]思路|explanation|analysis|rationale)"
+    r"\s*[:：])",
+    re.I,
 )
 _KEY_TO_EXPLANATION = re.compile(r"[ \t。]*\n?[ \t\n]*")  # "答案：B。解析：…", or 解析 on the next line
 _NUMBERED = re.compile(r"[ \t]*(?:\d+[.．、]|[【\[（(]\d+[】\]）)]|第\s*\d+\s*题)")  # "5. ", "【38】", "第 34 题"
@@ -37,6 +41,14 @@ _LETTERS = r"([A-H](?:[ \t、,，]*[A-H])*)(?![A-Za-z])"
 _KEY_START = re.compile(_KEY_WORD + r"[:：]?[ \t]*[A-H]")
 _INLINE_KEY = re.compile(rf"{_KEY_WORD}[:：][ \t]*{_LETTERS}")  # "…D. 结膜下出血答案：B"
 _KEY = re.compile(rf"[ \t]*{_KEY_WORD}[:：]?[ \t]*{_LETTERS}")  # a line of its own: 答案：C, 【答案】C
+_SCORE_LINE = re.compile(  # "【score:2 分】", "（2分）"
+    r"[ \t]*[【\[(（][ \t]*(?:score|分值)?[ \t]*[:：]?[ \t]*\d+(?:\.\d+)?[ \t]*分[ \t]*[】\])）][ \t]*", re.I
+)
+_MARKED_RIGHT = re.compile(r"[【\[(（][ \t]*(?:此项为本题正确答案|本题正确答案|正确答案|正确选项)[ \t]*[】\])）]")
+_KEY_LABEL = re.compile(r"[ \t]*[【\[]?(?:参考|标准|正确)?答案[】\]]?[ \t]*[:：]?[ \t]*")
+_BARE_FIRST = re.compile(r"A(?=[\u4e00-\u9fff])")
+_BARE_OPTION = re.compile(r"(?<=[\u4e00-\u9fff）)])([B-H])(?=[\u4e00-\u9fff])")
+_STEM_KEY = re.compile(r"(?<=[\u4e00-\u9fff])[（(]?[ \t]*([A-H])[ \t]*[）)]?$")  # "…细胞分泌D", "…的是（A）"
 
 
 @dataclass(frozen=True)
@@ -113,7 +125,7 @@ def stray_options(text: str, items: list[Choice] | None = None) -> list[tuple[in
     first, last_letter = -1, -1  # the run being read: its first line, and the letter of its last one
     for index, line in enumerate([*lines, None]):
         found = _OPTION_LINE.match(text, *line) if line else None
-        letter = LETTERS.index(found.group(1)) if found else -1
+        letter = LETTERS.index(_letter(found)) if found else -1
         if found and line is not None and any(c.start <= line[0] < c.end for c in items):
             letter = -1  # an option of an item read whole
         if letter >= 0 and first >= 0 and letter == last_letter + 1:
@@ -127,6 +139,11 @@ def stray_options(text: str, items: list[Choice] | None = None) -> list[tuple[in
     return stray
 
 
+def _letter(option: re.Match) -> str:
+    """The letter an option mark gives: "【D】" or "D."."""
+    return option.group(1) or option.group(2)
+
+
 def _asks_before_options(line: str) -> bool:
     return bool(_ASKS.search(line)) and not _LIST_ANNOUNCED.search(line)
 
@@ -138,15 +155,22 @@ def _item_at(text: str, lines: list[tuple[int, int]], i: int) -> tuple[Choice | 
     j = i + 1
     if len(options) < MIN_OPTIONS:
         options = []
+        if j < len(lines) and _SCORE_LINE.fullmatch(text, *lines[j]):
+            j += 1  # "【score:2 分】" between the stem and its options
         while j < len(lines) and len(options) < len(LETTERS) and (more := _options_from(text, *lines[j], len(options))):
             options += more
             j += 1
+        if not options and j < len(lines) and (bare := _bare_options(text, *lines[j])):
+            options, j = bare, j + 1  # "A泪腺B副泪腺C睑板腺…", a Word paper's options run together on one line
         if len(options) < MIN_OPTIONS or _OPTION_LINE.match(text, start, end):
             return None, i + 1
     letters = ""
-    stem = text[start : options[0][0] if options[0][0] > start else end]
+    stem = text[start : min(options[0][0], end) if options[0][0] > start else end]
+    marked = "".join(LETTERS[k] for k, (a, b) in enumerate(options) if _MARKED_RIGHT.search(text, a, b))
     last_line_end = end if options[-1][0] < end else options[-1][1]
     inline_key = _INLINE_KEY.search(text, options[-1][0], last_line_end)
+    if j + 1 < len(lines) and _KEY_LABEL.fullmatch(text[slice(*lines[j])]) and _KEY.match(text, *lines[j + 1]):
+        j += 1  # "答案" alone on its line over "参考答案:A", as a bank's web page lays its sections out
     if inline_key:  # "…D. 结膜下出血答案：B" on one line
         options[-1] = (options[-1][0], len(text[: inline_key.start()].rstrip()))
         letters, end = re.sub(r"[^A-H]", "", inline_key.group(1)), inline_key.end()
@@ -154,6 +178,11 @@ def _item_at(text: str, lines: list[tuple[int, int]], i: int) -> tuple[Choice | 
         letters = re.sub(r"[^A-H]", "", key.group(1))
         end = key.end()  # an explanation on the key's line is the reader's to quote (`clincite.offline.relevance`)
         j += 1
+    elif (own := _STEM_KEY.search(stem.rstrip())) and _asks_before_options(stem.rstrip()[: own.start()]):
+        # "…是由哪种组织或细胞分泌D": a paper that writes its key where the blank was
+        letters, stem, end = own.group(1), stem.rstrip()[: own.start()], options[-1][1]
+    elif marked:  # "【D】1/6 【此项为本题正确答案】": a bank that marks the right option where it stands
+        letters, end = marked, options[-1][1]
     elif not _asks_before_options(stem.strip()):
         return None, i + 1  # "分级：A. … B. … C. …" in a guideline: a list of its own, no question
     else:
@@ -166,21 +195,36 @@ def _options_from(text: str, start: int, end: int, first: int) -> list[tuple[int
     """The options a line holds from its start, in letter order from LETTERS[first]: one ("C. 30分钟"), or two and
     more as papers print them to save room ("A. 10分钟 B. 20分钟")."""
     found = _OPTION_LINE.match(text, start, end)
-    if not found or found.group(1) != LETTERS[first]:
+    if not found or _letter(found) != LETTERS[first]:
         return []
     bounds = [start]
     for mark in _INLINE_OPTION.finditer(text, found.end(), end):
-        if first + len(bounds) < len(LETTERS) and mark.group(1) == LETTERS[first + len(bounds)]:
+        if first + len(bounds) < len(LETTERS) and _letter(mark) == LETTERS[first + len(bounds)]:
             bounds.append(mark.start())
     bounds.append(end)
     return [(a, len(text[:b].rstrip(" \t；;，,"))) for a, b in pairwise(bounds)]
+
+
+def _bare_options(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Options with no mark after their letters, all on one line ("A泪腺B副泪腺C睑板腺D结膜杯状细胞E睑缘腺"): each
+    letter between Chinese characters, in letter order from A."""
+    start += len(text[start:end]) - len(text[start:end].lstrip())
+    if not _BARE_FIRST.match(text, start, end):
+        return []
+    bounds = [start]
+    for mark in _BARE_OPTION.finditer(text, start + 1, end):
+        if len(bounds) < len(LETTERS) and mark.group(1) == LETTERS[len(bounds)]:
+            bounds.append(mark.start())
+    if len(bounds) < MIN_OPTIONS:
+        return []
+    return list(pairwise([*bounds, end]))
 
 
 def _inline_options(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """Options written on the stem's line: "A. 视网膜之前 B. 视网膜之后 C. 视网膜上", in letter order from A."""
     ordered = []
     for mark in _INLINE_OPTION.finditer(text, start, end):
-        if len(ordered) < len(LETTERS) and mark.group(1) == LETTERS[len(ordered)]:
+        if len(ordered) < len(LETTERS) and _letter(mark) == LETTERS[len(ordered)]:
             ordered.append(mark)
     if len(ordered) < MIN_OPTIONS or ordered[0].start() == start:
         return []

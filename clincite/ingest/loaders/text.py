@@ -93,6 +93,14 @@ LETTER_SPACED = 0.5  # a line with a space after this share of its Chinese chara
 _CHINESE = "\u4e00-\u9fff\u3000-\u303f\uff00-\uffef"  # Han characters and full-width punctuation
 _SPACE_BY_CHINESE = re.compile(f"(?<=[{_CHINESE}]) | (?=[{_CHINESE}])")
 _STRAY_PUNCTUATION = re.compile(r"^[。．，、；：！？）」』”’)\]]{1,3}$")
+_LINE_BREAK_TAG = re.compile(r"[ \t]*<br\s*/?>[ \t]*", re.I)
+# An exam item's option ("B.角膜炎", "【E】1/7"), its key ("参考答案:A") or its explanation ("解析:", "本题思路:"): each
+# on its own line however short the lines of the page it came from
+_CHOICE_PART = re.compile(
+    r"^(?:[【\[][A-H][】\]]|[A-H][.．、)）](?![\d.])"  # an option: "【E】1/7", "B.角膜炎"
+    r"|[【\[]?(?:参考|标准|正确)?答案[】\]]?[ \t]*(?:[:：][ \t]*)?(?:[A-H](?![A-Za-z])|$)"  # its key: 参考答案:A
+    r"|[【\[]?(?:解析|本题思路|解题思路)[】\]]?[ \t]*[:：]?)"  # its explanation
+)
 _ITEM_START = re.compile(r"^(?:[（(]\d{1,2}[）)]|\d{1,2}[.、．](?!\d)|[\u2460-\u2473\u2776-\u277f])")
 # A key of a key-value file (YAML, .properties, a web site's strings): a name for programs, before ":" or "="
 _KEY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s?[:=](?:\s+|$)")
@@ -118,7 +126,8 @@ _SECTION_LABEL = re.compile(r"^[^\s：:，,。；;！？!?、（）()]{2,8}\s*[�
 def plain_document(text: str, title: str) -> LoadedDocument:
     """A plain text: one paragraph per line, or per paragraph of wrapped lines; Chinese-numbered lines head
     sections. The file name stays the title (a text's first line is as often a notice's heading as its title)."""
-    cleaned = clean_text(text)
+    # a web page's "<br />" kept in the text it was saved as is a line break (an HTML page's own are its parser's)
+    cleaned = clean_text(_LINE_BREAK_TAG.sub("\n", text))
     if _values_of_keyed_lines(cleaned) is None:  # a key-value file's "q1: \"Q:" keys are not noise
         cleaned = without_jammer(cleaned)
     fields = labelled_fields(cleaned)
@@ -133,6 +142,7 @@ def plain_document(text: str, title: str) -> LoadedDocument:
     values = _values_of_keyed_lines(cleaned)
     lines = [_line(raw) for raw in (values or cleaned).split("\n")]
     lines = _with_stray_punctuation_joined([line for line in lines if not (line.text and PAGE_NUMBER.match(line.text))])
+    lines = _glossary_terms_split_off(lines)
     width = _wrap_width(lines)
     fragmented = not width and not values and _fragmented(lines)  # a key-value file's short values are its cells
     builder = DocumentBuilder(title, title=title)
@@ -147,6 +157,7 @@ def plain_document(text: str, title: str) -> LoadedDocument:
     asked = _asked_lines(lines, width)
     numbered = _numbered_headings(lines)
     labels = _list_labels(lines, width)
+    terms = _glossary_terms(lines)
     for index, line in enumerate(lines):
         if index == opening:
             flush()  # a page's chrome above the line that names its subject stays before it
@@ -162,7 +173,9 @@ def plain_document(text: str, title: str) -> LoadedDocument:
             level = numbered[index] + (opening is not None)
         if not level and index in labels and index != opening:
             level = 1 + (opening is not None and opening < index)
-        if not line.text or level or (paragraph and _ITEM_START.match(line.text)):
+        if not level and index in terms:
+            level = 1 + (opening is not None and opening < index)
+        if not line.text or level or (paragraph and (_ITEM_START.match(line.text) or _CHOICE_PART.match(line.text))):
             flush()
         if level:
             builder.heading(level, line.text)
@@ -218,6 +231,37 @@ _NUMBERED_HEADING = re.compile(
     r"^(?P<top>\d{1,2})(?P<sub>(?:\.\d{1,2}){0,2}) (?=\S)[^\d\s。，、；：！？,.;:!?()（）]{2,16}$"
 )
 MIN_NUMBERED_HEADINGS = 3
+
+
+def _glossary_terms(lines: list[_Line]) -> set[int]:
+    """A glossary's numbered terms, each alone on its line over its definition ("7.远视:" then "当调节静止时,平行光线…
+    为远视。"), as study notes list 名词解释: the term heads what defines it. Set of line indices; empty unless the text
+    has MIN_GLOSSARY_TERMS of them, each followed by a line of text that is not another."""
+    filled = [i for i, line in enumerate(lines) if line.text]
+    terms = {
+        here
+        for here, after in pairwise(filled)
+        if _GLOSSARY_TERM.match(lines[here].text) and not _GLOSSARY_TERM.match(lines[after].text)
+    }
+    return terms if len(terms) >= MIN_GLOSSARY_TERMS else set()
+
+
+def _glossary_terms_split_off(lines: list[_Line]) -> list[_Line]:
+    """In a glossary, a term a converter ran onto the end of the last definition ("…为近视。 9.弱视:") goes on a line
+    of its own, over the definition it heads."""
+    if not _glossary_terms(lines):
+        return lines
+    split = []
+    for line in lines:
+        glued = _GLUED_TERM.match(line.text)
+        split += [_Line(glued.group(1), line.spaced), _Line(glued.group(2), False)] if glued else [line]
+    return split
+
+
+# "7.远视:", "1 0.\"斜视:" (a number a converter spaced out and a stray quote), "3、屈光参差："
+_GLOSSARY_TERM = re.compile(r'^\d(?: ?\d)?[.、．]\s*\\?["“]?\s*[^\s：:，,。；;！？!?、]{1,12}\s*[：:]$')
+MIN_GLOSSARY_TERMS = 3
+_GLUED_TERM = re.compile(r'^(.*[。！？!?])\s+(\d(?: ?\d)?[.、．]\s*\\?["“]?\s*[^\s：:，,。；;！？!?、]{1,12}\s*[：:])$')
 
 
 def _list_labels(lines: list[_Line], width: int) -> set[int]:
