@@ -119,6 +119,12 @@ RED_EYE_NOTE = (
 )
 
 
+WOUND_ANSWER = (
+    "角膜伤口的处理（演示材料）\n"
+    "答案解析:单纯性角膜伤口较小、对合良好、前房存在时可不缝合；伤口大于3mm多对合不佳，需在显微镜下严密缝合。\n"
+)
+
+
 def exam_library() -> dict[str, str]:
     return {
         "眼视光学-练习题.txt": OPTOMETRY_ITEMS,
@@ -131,6 +137,7 @@ def exam_library() -> dict[str, str]:
         "急性闭角型青光眼-特点.txt": STUDY_NOTES,
         "红眼病-包扎.txt": RED_EYE_NOTE,
         "激素-眼科应用.txt": STEROID_NOTE,
+        "角膜伤口-处理.txt": WOUND_ANSWER,
     }
 
 
@@ -239,3 +246,10 @@ async def test_the_askers_degrees_are_the_texts_dioptres(tmp_path: Path):
     service = library(tmp_path, exam_library())
     said = tldr((await service.ask("远视300度的年轻人看33厘米远的东西，需要付出多少调节？")).answer)
     assert "D.6.00D" in said, said
+
+
+async def test_the_askers_everyday_words_for_a_wound_and_its_stitches_are_the_texts(tmp_path: Path):
+    """破口 is the text's 伤口, 缝针 its 缝合."""
+    service = library(tmp_path, exam_library())
+    said = tldr((await service.ask("角膜破口多大就得缝针？")).answer)
+    assert "大于3mm" in said, said

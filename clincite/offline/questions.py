@@ -1302,10 +1302,10 @@ _INSTIL = re.compile(r"要点(?=[几多])")  # 要点几滴、要点多久: 要 
 # 点 (to instil) as an asker says it; labels and inserts write 滴 (滴眼、一次1滴、滴入结膜囊)
 INSTIL_SAID, INSTIL_WRITTEN = "点", "滴"
 EYE_DROPS = "滴眼液"  # the synonym group of 眼药水、眼药 …
-# The asker's verb for what a text names with a noun, one way only: "满足什么条件才考虑开刀" is the 手术 a
-# pathway writes ("可考虑手术"). As a synonym group, 手术 would match inside every longer word (近视手术) and stand
-# for all of them.
-ASKERS_VERBS = {"开刀": ("手术",), "动手术": ("手术",)}
+# The asker's word for what a text names otherwise, one way only: "满足什么条件才考虑开刀" is the 手术 a pathway
+# writes ("可考虑手术"), "角膜破口" the 伤口 a textbook writes. As a group of the lexicon, 手术 would match inside
+# every longer word (近视手术) and stand for all of them, and 伤口 would become an everyday word no question is about.
+ASKERS_WORDS = {"开刀": ("手术",), "动手术": ("手术",), "破口": ("伤口", "创口")}
 _COUNTED_AFTER = re.compile(r"^(?:几|多少|多久|多长|[一二两三四五六七八九十半\d])")  # 点几次、点多久、点两滴
 _HOW_OFTEN = {"一天", "每天", "一日", "每日", "每次", "一次", "每晚", "晚上", "睡前"}  # 一天点、睡前点
 
@@ -1649,7 +1649,7 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
         term = Term(token, lex.variants(token), entity=lex.is_entity(token), generic=token in lex.generic)
         if _instils(tokens, index):
             term.variants = [*term.variants, INSTIL_WRITTEN]
-        term.variants += [w for w in ASKERS_VERBS.get(token, ()) if w not in term.variants]
+        term.variants += [w for w in ASKERS_WORDS.get(token, ()) if w not in term.variants]
         term.either, offered = offered, ""
         ask.terms.append(term)
     if ask.joined and len(ask.subjects) < 2 and not _kinds_of_one_subject(ask, joins):
