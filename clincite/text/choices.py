@@ -41,6 +41,13 @@ _LETTERS = r"([A-H](?:[ \t、,，]*[A-H])*)(?![A-Za-z])"
 _KEY_START = re.compile(_KEY_WORD + r"[:：]?[ \t]*[A-H]")
 _INLINE_KEY = re.compile(rf"{_KEY_WORD}[:：][ \t]*{_LETTERS}")  # "…D. 结膜下出血答案：B"
 _KEY = re.compile(rf"[ \t]*{_KEY_WORD}[:：]?[ \t]*{_LETTERS}")  # a line of its own: 答案：C, 【答案】C
+# An exam item's option ("B.角膜炎", "【E】1/7"), its key ("参考答案:A") or its explanation ("解析:", "本题思路:"): each
+# on its own line however short the lines of the page it came from
+_PART_OPENING = re.compile(
+    r"^(?:[【\[][A-H][】\]]|[A-H][.．、)）](?![\d.])"  # an option: "【E】1/7", "B.角膜炎"
+    r"|[【\[]?(?:参考|标准|正确)?答案[】\]]?[ \t]*(?:[:：][ \t]*)?(?:[A-H](?![A-Za-z])|$)"  # its key: 参考答案:A
+    r"|[【\[]?(?:解析|本题思路|解题思路)[】\]]?[ \t]*[:：]?)"  # its explanation
+)
 _SCORE_LINE = re.compile(  # "【score:2 分】", "（2分）"
     r"[ \t]*[【\[(（][ \t]*(?:score|分值)?[ \t]*[:：]?[ \t]*\d+(?:\.\d+)?[ \t]*分[ \t]*[】\])）][ \t]*", re.I
 )
@@ -137,6 +144,12 @@ def stray_options(text: str, items: list[Choice] | None = None) -> list[tuple[in
                 stray += lines[first:index]
         first, last_letter = (index, letter) if letter >= 0 else (-1, -1)
     return stray
+
+
+def opens_a_part(line: str) -> bool:
+    """A line an item's option, key or explanation opens: a line of its own however short the lines of the page it
+    came from (`clincite.ingest.loaders.text` keeps it apart from the line before)."""
+    return bool(_PART_OPENING.match(line))
 
 
 def _letter(option: re.Match) -> str:

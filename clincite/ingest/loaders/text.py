@@ -22,6 +22,7 @@ from clincite.ingest.loaders.base import (
     ordinal_heading_level,
 )
 from clincite.ingest.loaders.insert import insert_fields, write_insert
+from clincite.text.choices import opens_a_part
 from clincite.text.script import fold
 
 # Byte-order marks, longest first (the UTF-32-LE mark begins with the UTF-16-LE one).
@@ -94,13 +95,6 @@ _CHINESE = "\u4e00-\u9fff\u3000-\u303f\uff00-\uffef"  # Han characters and full-
 _SPACE_BY_CHINESE = re.compile(f"(?<=[{_CHINESE}]) | (?=[{_CHINESE}])")
 _STRAY_PUNCTUATION = re.compile(r"^[。．，、；：！？）」』”’)\]]{1,3}$")
 _LINE_BREAK_TAG = re.compile(r"[ \t]*<br\s*/?>[ \t]*", re.I)
-# An exam item's option ("B.角膜炎", "【E】1/7"), its key ("参考答案:A") or its explanation ("解析:", "本题思路:"): each
-# on its own line however short the lines of the page it came from
-_CHOICE_PART = re.compile(
-    r"^(?:[【\[][A-H][】\]]|[A-H][.．、)）](?![\d.])"  # an option: "【E】1/7", "B.角膜炎"
-    r"|[【\[]?(?:参考|标准|正确)?答案[】\]]?[ \t]*(?:[:：][ \t]*)?(?:[A-H](?![A-Za-z])|$)"  # its key: 参考答案:A
-    r"|[【\[]?(?:解析|本题思路|解题思路)[】\]]?[ \t]*[:：]?)"  # its explanation
-)
 _ITEM_START = re.compile(r"^(?:[（(]\d{1,2}[）)]|\d{1,2}[.、．](?!\d)|[\u2460-\u2473\u2776-\u277f])")
 # A key of a key-value file (YAML, .properties, a web site's strings): a name for programs, before ":" or "="
 _KEY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.-]*)\s?[:=](?:\s+|$)")
@@ -175,7 +169,7 @@ def plain_document(text: str, title: str) -> LoadedDocument:
             level = 1 + (opening is not None and opening < index)
         if not level and index in terms:
             level = 1 + (opening is not None and opening < index)
-        if not line.text or level or (paragraph and (_ITEM_START.match(line.text) or _CHOICE_PART.match(line.text))):
+        if not line.text or level or (paragraph and (_ITEM_START.match(line.text) or opens_a_part(line.text))):
             flush()
         if level:
             builder.heading(level, line.text)
@@ -259,9 +253,10 @@ def _glossary_terms_split_off(lines: list[_Line]) -> list[_Line]:
 
 
 # "7.远视:", "1 0.\"斜视:" (a number a converter spaced out and a stray quote), "3、屈光参差："
-_GLOSSARY_TERM = re.compile(r'^\d(?: ?\d)?[.、．]\s*\\?["“]?\s*[^\s：:，,。；;！？!?、]{1,12}\s*[：:]$')
+_TERM = r'\d(?: ?\d)?[.、．]\s*\\?["“]?\s*[^\s：:，,。；;！？!?、]{1,12}\s*[：:]'
+_GLOSSARY_TERM = re.compile(rf"^{_TERM}$")
+_GLUED_TERM = re.compile(rf"^(.*[。！？!?])\s+({_TERM})$")  # "…为近视。 9.弱视:"
 MIN_GLOSSARY_TERMS = 3
-_GLUED_TERM = re.compile(r'^(.*[。！？!?])\s+(\d(?: ?\d)?[.、．]\s*\\?["“]?\s*[^\s：:，,。；;！？!?、]{1,12}\s*[：:])$')
 
 
 def _list_labels(lines: list[_Line], width: int) -> set[int]:
