@@ -141,29 +141,30 @@ def exam_library() -> dict[str, str]:
     }
 
 
+async def tldr_of(tmp_path: Path, question: str) -> str:
+    """The TL;DR a new chat on the exam library gets for one question."""
+    return tldr((await library(tmp_path, exam_library()).ask(question)).answer)
+
+
 async def test_a_key_with_its_reasoning_on_its_line_keys_the_item(tmp_path: Path):
     """ "正确答案:B 解题思路:…": the key is B, whatever follows it on its line."""
-    service = library(tmp_path, exam_library())
-    said = tldr((await service.ask("看近的时候，眼睛会同时发生哪几种变化？")).answer)
+    said = await tldr_of(tmp_path, "看近的时候，眼睛会同时发生哪几种变化？")
     assert "B.调节、集合、瞳孔缩小" in said and "瞳孔散大" not in said, said
 
 
 async def test_a_traditional_key_glued_to_its_reasoning_keys_the_item(tmp_path: Path):
-    service = library(tmp_path, exam_library())
-    said = tldr((await service.ask("弱视做遮盖治疗，应该遮哪只眼？")).answer)
+    said = await tldr_of(tmp_path, "弱视做遮盖治疗，应该遮哪只眼？")
     assert "B.視力較好的眼" in said, said
 
 
 async def test_a_key_written_at_the_end_of_the_stem_keys_options_run_together(tmp_path: Path):
     """ "…由哪种细胞分泌D" over "A泪腺细胞B睑板腺细胞…": the key is D; "黏糊糊" is how the asker sees the mucus."""
-    service = library(tmp_path, exam_library())
-    said = tldr((await service.ask("眼泪里那层黏糊糊的黏液，是哪种细胞分泌的？")).answer)
+    said = await tldr_of(tmp_path, "眼泪里那层黏糊糊的黏液，是哪种细胞分泌的？")
     assert "D结膜杯状细胞" in said and "A泪腺细胞" not in said, said
 
 
 async def test_a_key_under_a_bare_answer_label_keys_the_item(tmp_path: Path):
-    service = library(tmp_path, exam_library())
-    said = tldr((await service.ask("哪种眼病不能用激素？")).answer)
+    said = await tldr_of(tmp_path, "哪种眼病不能用激素？")
     assert "A.角膜溃疡；参考答案:A" in said, said
 
 
@@ -198,15 +199,13 @@ def test_a_glossarys_numbered_terms_head_their_definitions():
 
 
 async def test_a_term_asked_of_is_answered_by_its_definition_not_its_neighbours(tmp_path: Path):
-    service = library(tmp_path, exam_library())
-    said = tldr((await service.ask("远视眼看东西时，光线是聚焦到了哪里？")).answer)
+    said = await tldr_of(tmp_path, "远视眼看东西时，光线是聚焦到了哪里？")
     assert "聚焦在视网膜之后" in said and "之前" not in said, said
 
 
 async def test_an_operation_asked_of_is_the_procedure_a_text_names_with_its_own_ending(tmp_path: Path):
     """超声乳化手术 is the text's 超声乳化白内障吸除术: the 术 that ends a procedure's name is the 手术 asked of."""
-    service = library(tmp_path, exam_library())
-    said = tldr((await service.ask("白内障做超声乳化手术，比别的做法有哪些好处？")).answer)
+    said = await tldr_of(tmp_path, "白内障做超声乳化手术，比别的做法有哪些好处？")
     assert "切口小" in said, said
 
 
@@ -221,8 +220,7 @@ async def test_a_follow_up_naming_only_a_form_of_treatment_goes_on_with_the_dise
 
 
 async def test_the_askers_word_for_a_warning_sign_is_the_texts(tmp_path: Path):
-    service = library(tmp_path, exam_library())
-    said = tldr((await service.ask("急性青光眼大发作之前会不会有预兆？")).answer)
+    said = await tldr_of(tmp_path, "急性青光眼大发作之前会不会有预兆？")
     assert "先兆期" in said, said
 
 
@@ -236,20 +234,17 @@ async def test_what_the_asker_would_do_it_with_does_not_decide(tmp_path: Path):
 
 async def test_a_refractive_operation_is_the_texts_refractive_operation(tmp_path: Path):
     """屈光手术 written 屈光性手术; the item's key (C, the wrong statement) comes with the reasoning that answers."""
-    service = library(tmp_path, exam_library())
-    said = tldr((await service.ask("超高度近视做晶体植入的屈光手术，放进眼里的是凹镜片还是凸镜片？")).answer)
+    said = await tldr_of(tmp_path, "超高度近视做晶体植入的屈光手术，放进眼里的是凹镜片还是凸镜片？")
     assert "凹透镜片" in said, said
 
 
 async def test_the_askers_degrees_are_the_texts_dioptres(tmp_path: Path):
     """远视300度 is +3.00D, 33厘米 is 33cm."""
-    service = library(tmp_path, exam_library())
-    said = tldr((await service.ask("远视300度的年轻人看33厘米远的东西，需要付出多少调节？")).answer)
+    said = await tldr_of(tmp_path, "远视300度的年轻人看33厘米远的东西，需要付出多少调节？")
     assert "D.6.00D" in said, said
 
 
 async def test_the_askers_everyday_words_for_a_wound_and_its_stitches_are_the_texts(tmp_path: Path):
     """破口 is the text's 伤口, 缝针 its 缝合."""
-    service = library(tmp_path, exam_library())
-    said = tldr((await service.ask("角膜破口多大就得缝针？")).answer)
+    said = await tldr_of(tmp_path, "角膜破口多大就得缝针？")
     assert "大于3mm" in said, said
