@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 
 import numpy as np
 import pytest
 from conftest import ATROPINE, ORTHO_K, SAMPLE_KB, make_settings
-from fake_clinical_llm import _last_prompt, decompose_reply, in_process_models, judge_reply
+from fake_clinical_llm import _last_prompt, decompose_reply, in_process_models, judge_reply, read_sub_query, section
 from pydantic import SecretStr
 from pydantic_ai import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.exceptions import ModelHTTPError
@@ -35,11 +36,13 @@ from clincite.core.shapes import (
 from clincite.ingest.pipeline import Ingestor
 from clincite.kb.embeddings import Embedder
 from clincite.kb.store import KnowledgeBase
+from clincite.llm import prompts as fmt
 from clincite.llm.agents import build_agents
 from clincite.retrieval.search import HybridSearcher
 from query import TwoStageQueryService
 
 QUESTION = "低浓度阿托品控制近视的效果和副作用？"
+WAIT_BOUND = 10.0  # seconds a gated fake model waits for the service before giving up
 
 
 def last_prompt(messages) -> str:
@@ -237,6 +240,26 @@ async def test_stage2_judges_only_passages_stage1_has_not_judged(service):
     assert extracts <= searched[2] - searched[1], "passages judged in stage 1 are not judged again"
 
 
+class Seen:
+    """The sub-queries a fake model has seen so far, and a bounded wait until it has seen some: a concurrent service
+    gets there at once, a serial one never does and the test's assertions then fail."""
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+        self._changed = asyncio.Event()
+
+    def add(self, sub_query_id: str) -> None:
+        self.ids.add(sub_query_id)
+        self._changed.set()
+
+    async def include(self, wanted: set[str]) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(WAIT_BOUND):
+                while not wanted <= self.ids:
+                    self._changed.clear()
+                    await self._changed.wait()
+
+
 async def test_judges_start_as_sub_queries_arrive_and_run_concurrently(service):
     agents = service.agents
     drafts = [
@@ -245,18 +268,31 @@ async def test_judges_start_as_sub_queries_arrive_and_run_concurrently(service):
         {"text": "使用低浓度阿托品期间的随访间隔", "focus": "随访"},
     ]
     payload = json.dumps({"sub_queries": drafts}, ensure_ascii=False)
+    two_drafts_written = payload.index("}", payload.index("}") + 1) + 1
+    called, returned = Seen(), Seen()
+    subs = {"q1", "q2", "q3"}
 
     async def slow_stream(messages, info: AgentInfo):
         yield {0: DeltaToolCall(name=info.output_tools[0].name, tool_call_id="d")}
-        for i in range(0, len(payload), 8):  # ~0.5 s of simulated token latency in all
+        for i in range(0, len(payload), 8):
             await asyncio.sleep(0.02)
             yield {0: DeltaToolCall(json_args=payload[i : i + 8])}
+            if i < two_drafts_written <= i + 8:  # the model is still writing while the first sub-query is judged
+                await called.include({"q1"})
+                await returned.include({"q0"})
 
-    decomposition = FunctionModel(stream_function=slow_stream)
-    judge = structured(judge_reply, delay=0.3)
+    async def judge(messages, info: AgentInfo) -> ModelResponse:
+        prompt = last_prompt(messages)
+        judged = read_sub_query(section(prompt, fmt.SUB_QUERY, [fmt.ORIGINAL_QUESTION])).id
+        called.add(judged)
+        if judged in subs:  # each sub-query's judge is still out when the last one starts
+            await called.include(subs)
+        returned.add(judged)
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, judge_reply(prompt))])
+
     with (
-        agents.decomposition.override(model=decomposition),
-        agents.relevance_judge.override(model=judge),
+        agents.decomposition.override(model=FunctionModel(stream_function=slow_stream)),
+        agents.relevance_judge.override(model=FunctionModel(judge)),
         agents.sufficiency_judge.override(model=structured(sufficient)),
     ):
         events, _ = await collect(service)
@@ -268,7 +304,6 @@ async def test_judges_start_as_sub_queries_arrive_and_run_concurrently(service):
     assert set(started) == {"q0", "q1", "q2", "q3"}
     assert started["q0"] < ready and started["q1"] < ready, "judging starts before decomposition has finished"
     assert finished["q0"] < ready, "the question's own judge overlaps the decomposition"
-    subs = ("q1", "q2", "q3")
     assert max(started[q] for q in subs) < min(finished[q] for q in subs), "the sub-queries' judges overlap"
 
 
