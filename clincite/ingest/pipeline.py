@@ -78,9 +78,10 @@ VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole
 # document-sharing site's slide text, its paragraph marks read as "Р" and its bullets as a lone "?", breaks its
 # lines again; 29: a plain text's table row, its cells' bars kept, ends at its last bar; 30: a paper's dotted section
 # numbers ("2.1 体位的护理") head their sections however few top-level ones a cut text keeps; 31: a glossary's numbered
-# terms alone on their lines ("7.远视:") head their definitions): the next ingest of an
+# terms alone on their lines ("7.远视:") head their definitions; 32: a byline first ("作者 / 張中維藥師") heads
+# nothing): the next ingest of an
 # existing KB reads every file again, so an upgrade's better reading reaches the documents.
-READER_VERSION = 31
+READER_VERSION = 32
 READER_KEY = "reader_version"
 
 Status = Literal["added", "updated", "unchanged", "skipped", "removed", "would-remove"]

@@ -516,6 +516,7 @@ def analyse(
     _mark_modifiers(ask)
     _mark_scene(ask, lex)
     _mark_instrument(ask)
+    _mark_where_obtained(ask)
     _mark_when(ask)
     _mark_purpose(ask)
     _mark_felt_after_use(ask, lex)
@@ -898,6 +899,18 @@ def _mark_instrument(ask: Ask) -> None:
 
 
 _DONE_WITH = re.compile(r"用([^，,。；;？?！!把]{1,6})把")
+
+
+def _mark_where_obtained(ask: Ask) -> None:
+    """ "能不能自己去药店买X来点": where the asker would get it (去…买, 到…配) is how they picture getting it; a text on
+    whether X may be used without a doctor says so whatever it calls the shop. X and its use are what is asked."""
+    for obtained in _OBTAINED_AT.finditer(ask.resolved):
+        for term in ask.terms:
+            if term.text in obtained.group(0) and not (term.entity or term.quoted):
+                term.scene = True  # the shop and the buying: 药店, 买
+
+
+_OBTAINED_AT = re.compile(r"(?:去|到)[^，,。；;？?！!买配拿]{1,4}(?:买|配|拿)")
 
 
 def _pictured(word: str, text: str) -> bool:
@@ -1305,7 +1318,14 @@ EYE_DROPS = "滴眼液"  # the synonym group of 眼药水、眼药 …
 # The asker's word for what a text names otherwise, one way only: "满足什么条件才考虑开刀" is the 手术 a pathway
 # writes ("可考虑手术"), "角膜破口" the 伤口 a textbook writes. As a group of the lexicon, 手术 would match inside
 # every longer word (近视手术) and stand for all of them, and 伤口 would become an everyday word no question is about.
-ASKERS_WORDS = {"开刀": ("手术",), "动手术": ("手术",), "破口": ("伤口", "创口")}
+# "5岁以下的小孩" are the 幼儿 a guideline writes of; a question on 幼儿 is not answered by one on every child.
+_YOUNG = ("幼儿", "婴幼儿")
+ASKERS_WORDS = {
+    "开刀": ("手术",),
+    "动手术": ("手术",),
+    "破口": ("伤口", "创口"),
+    **dict.fromkeys(("小孩", "孩子", "娃", "小朋友"), _YOUNG),
+}
 _COUNTED_AFTER = re.compile(r"^(?:几|多少|多久|多长|[一二两三四五六七八九十半\d])")  # 点几次、点多久、点两滴
 _HOW_OFTEN = {"一天", "每天", "一日", "每日", "每次", "一次", "每晚", "晚上", "睡前"}  # 一天点、睡前点
 
@@ -1336,7 +1356,7 @@ def _words(text: str) -> list[str]:
         if _NUMBER_SPLIT.fullmatch(piece) or _CODE_NAME.fullmatch(piece):
             words.append(piece)
         elif piece:
-            raw = _coined_names_joined(_glossed_names(get_tokenizer().words(piece)))
+            raw = _product_names_joined(_coined_names_joined(_glossed_names(get_tokenizer().words(piece))))
             words += _numbered_names([w for w in raw if w.strip() and not _PUNCT.match(w)])
     return _all_apart(_instilling_apart(words))
 
@@ -1379,6 +1399,38 @@ def _coined_names_joined(words: list[str]) -> list[str]:
 
 
 _HAN_WORD = re.compile(r"[\u4e00-\u9fff]+")
+
+
+def _product_names_joined(words: list[str]) -> list[str]:
+    """ "买四味珍层冰硼滴眼液": a product's name before its form, which jieba cut into a word it does not know and
+    single characters after it (珍层 / 冰 / 硼), with what comes before it up to the verb or function word (四味):
+    one name again, as the label writes it. A name of known words (玻璃酸钠滴眼液), or a brand followed by words of
+    its own (爱特泪 / 单剂量 / 点眼凝胶), stays as jieba cut it."""
+    tokenizer, function_words = get_tokenizer(), get_lexicon().function_words
+
+    def in_name(word: str) -> bool:
+        return (
+            bool(_HAN_WORD.fullmatch(word))
+            and word not in function_words
+            and not (tokenizer.is_verb(word) or tokenizer.is_dosage_form(word))
+        )
+
+    out: list[str] = []
+    for word in words:
+        if tokenizer.is_dosage_form(word):
+            start = len(out)
+            while start and len(out[start - 1]) == 1 and in_name(out[start - 1]):
+                start -= 1  # 冰 / 硼: characters jieba could not join
+            if start < len(out) and start and len(out[start - 1]) >= 2 and not tokenizer.knows(out[start - 1]):
+                start -= 1  # 珍层: the piece it does not know
+                while start and len(out) - start < MAX_NAME_PIECES and in_name(out[start - 1]):
+                    start -= 1
+                out[start:] = ["".join(out[start:])]
+        out.append(word)
+    return out
+
+
+MAX_NAME_PIECES = 4  # a product's name jieba cut is this many words at most (四味 / 珍层 / 冰 / 硼)
 
 
 def _glossed_names(words: list[str]) -> list[str]:
@@ -1946,7 +1998,9 @@ def _asks_as_before(question: str, text: str, lex: Lexicon) -> bool:
     return _short(stripped) and not _OWN_QUESTION.search(question)
 
 
-_OWN_QUESTION = re.compile(r"[吗么啥谁怎否]|什么|多少|多久|可以|可不可以|能不能|要不要|会不会|是不是|有没有|哪")
+_OWN_QUESTION = re.compile(
+    r"[吗么啥谁怎否几]|什么|多少|多久|多大|多长|多高|多重|多远|可以|可不可以|能不能|要不要|会不会|是不是|有没有|哪"
+)
 
 
 def _has_specific(terms: list[Term], lex: Lexicon) -> bool:

@@ -213,6 +213,13 @@ _OUT_OF_REACH = re.compile(
 _THIS_DRUG = re.compile(r"本品|本药|该药|此药")  # how an insert names its drug in every field
 _ASKS_STORAGE = re.compile(r"保存|存放|储存|贮藏|贮存|放在|放哪|收纳")
 _NAVIGATION = re.compile(r"^[^>›»\n。，,；;]{1,24}(?:\s[>›»]\s[^>›»\n。，,；;]{1,40}){2,}$")  # 首页 > 学科 > …
+# "资料来源:《用药安全手册…》提供", "原标题: …", "作者:记者 孙梦佳": a page's credit line says where it came from
+_CREDIT_LINE = re.compile(
+    r"^[\W_]*(?:资料来源|本文来源|图片来源|来源|出处|原标题|原文链接|链接|转载自|作者|撰文者?|记者|责任编辑|编辑|责编|审核|文)"
+    r"\s*[:：/／]"
+)
+# "可以", "建议": cues of 处理 that any advice has ("让学生可以免费检查"); alone they show no handling of anything
+MODAL_CUES = {"可以", "应该", "应当", "建议"}
 CAUSE_ASPECT = "原因"
 DOSING_ASPECT = "用法用量"
 # "每30~60min 1次", "每日1次", "3次/日", "每次1-2滴", "200mg": a regimen written as figures, however it is headed
@@ -471,7 +478,8 @@ def _judge(
     _mark_forms_of_drugs(ask, terms)
     for w in terms:
         w.measure_asked = bool(ask.quantity) and w.term.text in MEASURED
-    decisive = _decisive(terms) or (_carried_decisive(terms, ask.resolved) if ask.same_message else [])
+    decisive = _decisive(terms, by_whom=not _asks_what_it_is(part))
+    decisive = decisive or (_carried_decisive(terms, ask.resolved) if ask.same_message else [])
     # Scores this low (every passage has the words: a library of one document) say little of which passage answers.
     bm25_top = max(max((h.bm25 or 0.0 for h in hits), default=0.0), WEAK_BM25)
     sem_top = max((h.semantic or 0.0 for h in hits), default=0.0) or 1.0
@@ -576,9 +584,18 @@ def _names_what_is_asked(term: Term, lex: Lexicon) -> bool:
     return term.entity or (term.text.isascii() and term.text.isalpha()) or lex.is_medical(term.text)
 
 
-def _decisive(terms: list[Weighted]) -> list[Weighted]:
+def _asks_what_it_is(part: Part) -> bool:
+    """ "分别是什么成分", "作用机制是什么": the part asks what a thing is, the same for whoever it is given to."""
+    return bool(part.aspects) and set(part.aspects) <= INTRINSIC_ASPECTS
+
+
+INTRINSIC_ASPECTS = {"成分", "作用机制", "定义", "分类"}
+
+
+def _decisive(terms: list[Weighted], by_whom: bool = True) -> list[Weighted]:
     """The question's rarest terms, at most MAX_DECISIVE: a passage that lacks one of them does not answer it. A
-    one-character word (停、洗) or a bare number is too loose a thing to decide on."""
+    one-character word (停、洗) or a bare number is too loose a thing to decide on. `by_whom`: who it is asked of
+    decides too (what a drug is made of does not, whoever it is given to)."""
     eligible = [
         w
         for w in terms
@@ -595,7 +612,7 @@ def _decisive(terms: list[Weighted]) -> list[Weighted]:
     if asked:
         eligible = [w for w in eligible if not (w.unseen and w.term.told and not _named_as_such(w.term))]
     # who it is asked of (a population the library seldom writes for) decides whatever its weight: an everyday word
-    populations = [w for w in eligible if w.term.generic]
+    populations = [w for w in eligible if w.term.generic] if by_whom else []
     eligible = [w for w in eligible if not w.term.generic]
     if not eligible:
         return populations
@@ -942,8 +959,10 @@ def _passage(
         decisive + _named_subjects(ask, part, terms), f"{scope} {topic}", headings
     ):
         return None  # too little of the question, or not what it is decisively about (its rare terms, its subject)
-    if not _beyond_the_scene(terms, scope, headings) and not (part.aspects and _cues_of(part, scope, lex)):
-        return None
+    if not _beyond_the_scene(terms, scope, headings) and not (
+        part.aspects and set(_cues_of(part, scope, lex)) - MODAL_CUES
+    ):
+        return None  # only the scene shared: what is asked must show, as words of its aspect at least
     if _figures_compared(ask) and not any(match(w, scope) == 1.0 for w in terms if _NUMBER.match(w.term.text)):
         return None  # "0.01%和0.05%哪个效果好": a passage naming neither figure cannot tell them apart
     needs_aspect = bool(part.aspects) and not set(part.aspects) & lex.free_aspects
@@ -1596,6 +1615,8 @@ def _unit_score(
         return None  # "编制订日期号 N 20 D 0 外 4. - 1 0 0 3 2": a PDF's form fields read across, characters apart
     if _NAVIGATION.match(text.strip()):
         return None  # "您的位置:健客网 > 眼科频道 > … > 预防": a page's breadcrumbs say where it is filed
+    if all(_CREDIT_LINE.match(fold(line.strip())) for line in text.strip().split("\n")):
+        return None  # "资料来源:…提供", "来源：好大夫网；链接：http://…": where the page came from, never an answer
     if all(_ROSTER_LINE.match(line.strip()) for line in text.strip().split("\n")):
         return None  # "何 宏 中山大学中山眼科中心海南眼科医院": a guideline's list of its authors
     if all(_asks(line) for line in text.split("\n") if line.strip()):

@@ -247,6 +247,7 @@ def _conclusion(items: list[Item]) -> list[str]:
 
 
 _BULLET_MARK = re.compile(r"^[-*•·●▪]\s+")  # a plain text's "- " item mark: markup, not words of the answer
+_ANSWER_LABEL = re.compile(r"^(?:A\d{0,2}|答|回答|解答)\s*[:：]\s*(?=\S)")  # "A:", "A1:", "答：" opening an FAQ's answer
 
 
 def one_line(text: str) -> str:
@@ -255,6 +256,8 @@ def one_line(text: str) -> str:
     # a hostile document's words to a model: quoted, never said — the sentences of them, not the line they stand in
     said = (_without_words_to_a_model(line.strip()) for line in text.split("\n"))
     lines = [_BULLET_MARK.sub("", line) for line in said if line]
+    if lines:  # "A:使用类固醇眼药水请注意…": an FAQ's answer label, not a word of the answer
+        lines[0] = _ANSWER_LABEL.sub("", lines[0]) or lines[0]
     out = ""
     for line in lines:
         if out and out[-1] not in "：:；;。！？!?，,、":

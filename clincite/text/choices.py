@@ -158,7 +158,12 @@ def _letter(option: re.Match) -> str:
 
 
 def _asks_before_options(line: str) -> bool:
-    return bool(_ASKS.search(line)) and not _LIST_ANNOUNCED.search(line)
+    """The line asks, as an exam item's stem does; not a list's lead-in ("推荐强度分为："), nor an FAQ's "Q:…?",
+    whose "A:" under it is the answer."""
+    return bool(_ASKS.search(line)) and not _LIST_ANNOUNCED.search(line) and not _FAQ_QUESTION.match(line)
+
+
+_FAQ_QUESTION = re.compile(r"\s*(?:Q\s*\d*|问)\s*[:：.．]", re.I)  # "Q:使用类固醇眼药水有何特别注意事项?"
 
 
 def _item_at(text: str, lines: list[tuple[int, int]], i: int) -> tuple[Choice | None, int]:

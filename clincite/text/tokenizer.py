@@ -25,6 +25,9 @@ GENERAL_MEDICAL_FREQUENCY = 50_000
 # jieba's tags of nouns (n, nr, nz, ns, nt …), time nouns (t: 潜伏期) and abbreviated nouns (j: 医保、社保)
 NOUN_TAGS = ("n", "t", "j")
 TAGGED_WORDS_KEPT = 50_000  # words whose part-of-speech tags are kept (a bound, never reached by one KB's questions)
+# jieba's guess across a modal verb or an adverb of order (想换贵 is 想 + 换 + 贵, 眼先点 is 眼 + 先 + 点): an
+# everyday phrase, not a name (肯 and 还 spell names too: 肯雅热, 还少丹)
+PHRASE_CHARS = set("想要该需先再都就才")
 VERB_ENDINGS = set("过着了到出进来去完好起上下住成够")  # written on a verb: 做过、开着、伤到、拿出、盖够
 PHRASE_FREQUENCY = 3  # jieba's frequency for the idioms and set phrases its dictionary lists (这么久、打扫卫生)
 MIN_DICTIONARY_WORD = 3  # shorter synonyms would re-cut ordinary text around them
@@ -97,6 +100,8 @@ DRUG_HEADS = (
     "他汀",
     "替尼",
     "卡因",
+    "蛋白酶",
+    "激酶",
 )  # the endings drugs' names have
 SALT_ENDINGS = ("钠", "钾")  # cut off a name as its forms are (玻璃酸钠 → 玻璃酸), but no form a product is given in
 PRODUCT_FORMS = frozenset(DOSAGE_FORMS) - set(SALT_ENDINGS)
@@ -262,6 +267,11 @@ class Tokenizer:
         flags = self._flags(word)
         return bool(flags) and all(flag == "d" for flag in flags)
 
+    def is_verb(self, word: str) -> bool:
+        """jieba's part of speech says the word is an action (买、点、用: v, vn, vd …)."""
+        flags = self._flags(word)
+        return bool(flags) and all(flag.startswith("v") for flag in flags)
+
     def is_place(self, word: str) -> bool:
         """jieba's part of speech says the word is a place name (ns): 香港、台北, not 眼科 or 医院."""
         return self._flags(word) == ["ns"]
@@ -325,7 +335,7 @@ class Tokenizer:
         pieces = list(self._jieba.cut(word, HMM=False))
         if len(pieces) < 2 or not all(self._jieba.FREQ.get(p, 0) for p in pieces):
             return []
-        if any(len(p) >= 2 for p in pieces):
+        if any(len(p) >= 2 for p in pieces) or (len(pieces) >= 3 and set(pieces[:-1]) & PHRASE_CHARS):
             return pieces
         return pieces[:-1] if pieces[-1] in VERB_ENDINGS else []
 

@@ -400,7 +400,12 @@ def _may_head(line: _Line, width: int, named: bool = False) -> bool:
         or (width and _full(line, width))
         or ordinal_heading_level(line.text)
         or len(_COMMAS.findall(line.text)) >= commas
+        or bool(_BYLINE.match(fold(line.text)))
     )
+
+
+# "作者 / 張中維藥師", "文/輔大醫院眼科部", "撰文者: 丁歆真": who wrote the page, never what it is about
+_BYLINE = re.compile(r"^\s*(?:作者|撰文者?|文字|文|记者|编辑|责任编辑|来源|资料来源)\s*[:：/／]")
 
 
 def _shared_pairs(line: str, title: str) -> int:
