@@ -87,6 +87,19 @@ def pharmacist_library() -> dict[str, str]:
     }
 
 
+def evidence_in(file: str, text: str, ask, aspects: list[str], frequencies: dict[str, int]) -> list:
+    """What the offline judge keeps of one passage for the question's first part, in a library of 1000 passages
+    whose words occur as often as `frequencies` says (`TermStats`)."""
+    from test_other_styles import _Counts
+
+    from clincite.core.shapes import Hit
+    from clincite.offline import relevance
+
+    part = relevance.Part(ask.sub_queries()[0][0], aspects, None)
+    passage = Hit(chunk_id="c1", source=file, title=Path(file).stem, heading_path=[], text=text, found_by=["bm25"])
+    return relevance.judge(ask, part, [passage], _Counts(1000, frequencies))
+
+
 async def tldr_of(tmp_path: Path, question: str, history: list[str] = ()) -> str:
     """The TL;DR a chat on the pharmacist library gets for a question (after the user's earlier ones)."""
     turns = [ChatTurn(role="user", content=asked) for asked in history]
@@ -108,24 +121,9 @@ async def test_a_taiwanese_drug_word_is_the_mainland_one(tmp_path: Path):
 def test_young_children_asked_of_are_the_infants_a_text_names():
     """ "那5岁以下的小孩能用吗？" in a library that seldom writes for children: 小孩 decides, and the 婴幼儿 a text
     names are the children asked of."""
-    from test_other_styles import _Counts
-
-    from clincite.core.shapes import Hit
-    from clincite.offline import relevance
-
     ask = analyse("那5岁以下的小孩能用吗？为什么？", ["吃抗结核药乙胺丁醇对眼睛有什么影响？"])
-    part = relevance.Part(ask.sub_queries()[0][0], ask.aspects, None)
-    passage = Hit(
-        chunk_id="c1",
-        source="乙胺丁醇-视力.txt",
-        title="乙胺丁醇-视力",
-        heading_path=[],
-        text=ETHAMBUTOL,
-        found_by=["bm25"],
-        bm25=5.0,
-    )
-    library = _Counts(1000, {"小孩": 2, "孩子": 2, "乙胺丁醇": 3, "抗结核": 3, "岁": 40, "婴幼儿": 2})
-    evidence = relevance.judge(ask, part, [passage], library)
+    frequencies = {"小孩": 2, "孩子": 2, "乙胺丁醇": 3, "抗结核": 3, "岁": 40, "婴幼儿": 2}
+    evidence = evidence_in("乙胺丁醇-视力.txt", ETHAMBUTOL, ask, ask.aspects, frequencies)
     assert evidence and "5岁以下婴幼儿" in evidence[0].text, evidence
 
 
@@ -141,25 +139,10 @@ async def test_where_the_asker_would_buy_it_is_not_what_is_asked(tmp_path: Path)
 def test_what_a_drug_is_made_of_is_the_same_for_children():
     """给孩子…的散瞳药水 in a library that seldom writes for children (孩子 in 4 of 1000 passages): who the drops are
     given to decides which passage gives a dose, not which says what they are made of."""
-    from test_other_styles import _Counts
-
-    from clincite.core.shapes import Hit
-    from clincite.offline import relevance
-
     ask = analyse("给孩子控制近视的散瞳药水，分别是什么成分？")
     assert ask.aspects == ["成分"]
-    part = relevance.Part(ask.sub_queries()[0][0], ["成分"], None)
-    passage = Hit(
-        chunk_id="c1",
-        source="散瞳剂-成分.txt",
-        title="散瞳剂-成分",
-        heading_path=["散瞳劑的成分"],
-        text=MYDRIATICS,
-        found_by=["bm25"],
-        bm25=5.0,
-    )
-    library = _Counts(1000, {"孩子": 4, "控制": 30, "近视": 300, "散瞳药": 20, "散瞳剂": 20, "成分": 15})
-    evidence = relevance.judge(ask, part, [passage], library)
+    frequencies = {"孩子": 4, "控制": 30, "近视": 300, "散瞳药": 20, "散瞳剂": 20, "成分": 15}
+    evidence = evidence_in("散瞳剂-成分.txt", MYDRIATICS, ask, ["成分"], frequencies)
     assert evidence and "tropicamide屬於短效散瞳劑" in evidence[0].text, evidence
 
 
