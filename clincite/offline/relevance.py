@@ -35,6 +35,7 @@ from clincite.text.tokenizer import DRUG_HEADS, get_tokenizer
 from clincite.text.units import (
     Unit,
     addresses_a_model,
+    is_credit_line,
     is_quoted_question,
     is_reference,
     numbering_goes_on,
@@ -213,11 +214,6 @@ _OUT_OF_REACH = re.compile(
 _THIS_DRUG = re.compile(r"本品|本药|该药|此药")  # how an insert names its drug in every field
 _ASKS_STORAGE = re.compile(r"保存|存放|储存|贮藏|贮存|放在|放哪|收纳")
 _NAVIGATION = re.compile(r"^[^>›»\n。，,；;]{1,24}(?:\s[>›»]\s[^>›»\n。，,；;]{1,40}){2,}$")  # 首页 > 学科 > …
-# "资料来源:《用药安全手册…》提供", "原标题: …", "作者:记者 孙梦佳": a page's credit line says where it came from
-_CREDIT_LINE = re.compile(
-    r"^[\W_]*(?:资料来源|本文来源|图片来源|来源|出处|原标题|原文链接|链接|转载自|作者|撰文者?|记者|责任编辑|编辑|责编|审核|文)"
-    r"\s*[:：/／]"
-)
 # "可以", "建议": cues of 处理 that any advice has ("让学生可以免费检查"); alone they show no handling of anything
 MODAL_CUES = {"可以", "应该", "应当", "建议"}
 CAUSE_ASPECT = "原因"
@@ -1615,7 +1611,7 @@ def _unit_score(
         return None  # "编制订日期号 N 20 D 0 外 4. - 1 0 0 3 2": a PDF's form fields read across, characters apart
     if _NAVIGATION.match(text.strip()):
         return None  # "您的位置:健客网 > 眼科频道 > … > 预防": a page's breadcrumbs say where it is filed
-    if all(_CREDIT_LINE.match(fold(line.strip())) for line in text.strip().split("\n")):
+    if all(is_credit_line(fold(line.strip())) for line in text.strip().split("\n")):
         return None  # "资料来源:…提供", "来源：好大夫网；链接：http://…": where the page came from, never an answer
     if all(_ROSTER_LINE.match(line.strip()) for line in text.strip().split("\n")):
         return None  # "何 宏 中山大学中山眼科中心海南眼科医院": a guideline's list of its authors

@@ -247,7 +247,8 @@ def _conclusion(items: list[Item]) -> list[str]:
 
 
 _BULLET_MARK = re.compile(r"^[-*•·●▪]\s+")  # a plain text's "- " item mark: markup, not words of the answer
-_ANSWER_LABEL = re.compile(r"^(?:A\d{0,2}|答|回答|解答)\s*[:：]\s*(?=\S)")  # "A:", "A1:", "答：" opening an FAQ's answer
+# "A:", "A14:", "答：" opening an FAQ's answer: its label, not a word of the answer
+_ANSWER_LABEL = re.compile(r"^(?:A\d{0,2}|答|回答|解答)\s*[:：]\s*(?=\S)")
 
 
 def one_line(text: str) -> str:

@@ -288,6 +288,19 @@ def is_quoted_question(text: str) -> bool:
     return text[:1] in OPENING_QUOTES and text.rstrip(CLOSING_QUOTES + '"').endswith(("？", "?"))
 
 
+def is_credit_line(line: str) -> bool:
+    """Where a page came from or who wrote it ("资料来源:《用药安全手册…》提供", "作者 / 張中維藥師",
+    "来源：好大夫网；链接：…", "原标题: …"): never what the page is about, never an answer. `line` in Simplified
+    characters (`fold`)."""
+    return bool(_CREDIT_LINE.match(line))
+
+
+_CREDIT_LINE = re.compile(
+    r"^[\W_]*(?:资料来源|本文来源|图片来源|来源|出处|原标题|原文链接|链接|转载自|作者|撰文者?|文字|记者|责任编辑|编辑|责编|审核|文)"
+    r"\s*[:：/／]"
+)
+
+
 def is_reference(text: str) -> bool:
     """A line of a reference list: it cites a journal (year, volume(issue):pages) and is written in Latin letters,
     marks a journal article ([J]) or cites several. Never the answer to a clinician's question."""

@@ -24,6 +24,7 @@ from clincite.ingest.loaders.base import (
 from clincite.ingest.loaders.insert import insert_fields, write_insert
 from clincite.text.choices import opens_a_part
 from clincite.text.script import fold
+from clincite.text.units import is_credit_line
 
 # Byte-order marks, longest first (the UTF-32-LE mark begins with the UTF-16-LE one).
 BOMS = [
@@ -400,12 +401,8 @@ def _may_head(line: _Line, width: int, named: bool = False) -> bool:
         or (width and _full(line, width))
         or ordinal_heading_level(line.text)
         or len(_COMMAS.findall(line.text)) >= commas
-        or bool(_BYLINE.match(fold(line.text)))
+        or is_credit_line(fold(line.text))  # "作者 / 張中維藥師": who wrote the page, never what it is about
     )
-
-
-# "作者 / 張中維藥師", "文/輔大醫院眼科部", "撰文者: 丁歆真": who wrote the page, never what it is about
-_BYLINE = re.compile(r"^\s*(?:作者|撰文者?|文字|文|记者|编辑|责任编辑|来源|资料来源)\s*[:：/／]")
 
 
 def _shared_pairs(line: str, title: str) -> int:
