@@ -133,6 +133,17 @@ async def test_another_question_announced_is_not_a_follow_up(tmp_path):
     assert "狂犬" not in result.sub_queries[0].text, [q.text for q in result.sub_queries]
 
 
+async def test_another_question_announced_keeps_its_subject_the_library_never_names(tmp_path):
+    # The library never names 睑板腺囊肿, so it cannot say whether it goes with the last subject; "另外想问一下" did
+    service = library(tmp_path, {"淚液系統（演示）.md": TEAR_NOTES, "狂犬病暴露後處置（演示）.md": RABIES_NOTES})
+    first = "被狗咬了，以前没打过狂犬疫苗，要在哪几天打针？"
+    history = [ChatTurn(role="user", content=first), ChatTurn(role="assistant", content="……")]
+    result = await service.ask("另外想问一下，睑板腺囊肿能不能热敷？", history)
+    assert "狂犬" not in " ".join(q.text for q in result.sub_queries), [q.text for q in result.sub_queries]
+    assert "睑板腺囊肿" in result.sub_queries[0].text, [q.text for q in result.sub_queries]
+    assert result.answer.startswith("**TL;DR：** 知识库中未找到"), result.answer[:200]
+
+
 async def test_two_questions_in_one_message_are_answered_each(tmp_path):
     service = library(tmp_path, {"眼瞼（演示）.md": LID_NOTES})
     result = await service.ask("眼皮上长了个硬疙瘩，医生说是霰粒肿。要不要点抗生素眼药水？它和麦粒肿有啥区别？")

@@ -76,6 +76,7 @@ SWITCH_WORDS = {"那", "那么", "还有", "另外"}
 # 她、他 before the question names anyone: the person of the case the chat is about (a patient, a wearer), not a
 # person the question introduces ("孩子近视了，他能戴OK镜吗？")
 PERSON_POINTERS = {"她", "他"}
+PLACE_POINTERS = {"那里", "那儿", "那边", "这里", "这儿"}  # at the opening, the place asked of before
 ANOTHER_QUESTION = ("另外", "还有", "顺便")
 GOING_ON = SWITCH_WORDS - set(ANOTHER_QUESTION)  # 那、那么: a question opening on them goes on from the last one
 OWNERS = {
@@ -93,6 +94,7 @@ DEGREE_ADVERBS = ("比较",)  # of lexicon.ask_cues: before an adjective an adve
 MANY_WORDS = ("哪些", "哪几个", "哪几种", "哪几类", "有几种")  # of lexicon.function_words: they ask for several things
 # of lexicon.quantity_words: nouns naming what is measured, which a text heads its figures with (常用浓度): searched too
 MEASURED = {"浓度", "频率", "概率", "几率", "机率"}
+NUMBER_BOUNDS = {"最晚", "最迟", "最早"}  # a deadline put on the time asked ("最晚要提前多久")
 EITHER_JOINERS = ("或", "或者")  # … of which either one is asked about ("开着小夜灯或者大灯"), not which one (还是)
 TOGETHER_SHARE = 0.3  # a new subject this often written with the last one goes on in its setting
 DRUG_NAME_RARITY = 12.0  # a word a dosage form is written onto names a drug when this rare (依匹斯汀, not 中药)
@@ -578,10 +580,13 @@ def analyse(
         # "补充维生素D有用吗？" after 红光治疗 is a new question: the setting is only weighed, never searched.
         # "那平时多久要查一次糖化？" after 糖尿病: opening on 那, the asker goes on in the same setting
         goes_on = bool(tokens) and tokens[0] in GOING_ON
+        # "另外想问一下，急性泪囊炎…" announces a question of its own: its subject stands alone even where the library
+        # never names it (not "另外，孕妇能用吗？", which names only whom it asks of)
+        announced = another and any(t.text not in lex.populations for t in own)
         if context and own and all(t.told for t in own) and (ask.aspects or ask.quantity):
             # "那真近视了用上，一般会有哪些副作用？": its own subject only says when; what is asked of is the last one's
             _inherit_subject(ask, before, text, lex)
-        elif context and (not own or goes_on or (together and together(own, context))):
+        elif context and (not own or goes_on or (together and not announced and together(own, context))):
             ask.terms = [*context, *ask.terms]
             ask.follow_up = True
             ask.resolved = _topic_of(before) + _strip_markers(text, lex)
@@ -754,7 +759,9 @@ def _inherit_subject(ask: Ask, before: Ask, text: str, lex: Lexicon) -> None:
     named = _joined_subjects(before) or compound(before, topic)
     own = {t.text for t in ask.terms}
     # 双眼的呢？ after 单眼弱视…: the new word takes the place of the one it contrasts with (same kind, same ending)
-    named = [t for t in named if t.text == topic or not any(_contrasts(t.text, o) for o in own)]
+    # …not a verb: the 去查 of "第一次什么时候去查" is going for it, no other kind of the 筛查 before
+    verb = get_tokenizer().is_verb
+    named = [t for t in named if t.text == topic or not any(_contrasts(t.text, o) for o in own if not verb(o))]
     inherited = [Term(t.text, t.variants, t.entity, t.generic, inherited=True) for t in named]
     if not inherited:
         return
@@ -979,7 +986,7 @@ def _mark_kind_asked(ask: Ask) -> None:
     disease asked for ("最后查出来是什么眼病？"), which a text names (白内障), never as 眼病, and the conditions asked
     for ("满足什么条件"), which it lists."""
     asked = [*_KIND_ASKED.finditer(ask.resolved), *_DISEASE_ASKED.finditer(ask.resolved)]
-    for found in [*asked, *_CONDITIONS_ASKED.finditer(ask.resolved)]:
+    for found in [*asked, *_CONDITIONS_ASKED.finditer(ask.resolved), *_ITEMS_ASKED.finditer(ask.resolved)]:
         for term in ask.terms:
             if term.text == found.group("kind") and not (term.entity or term.quoted):
                 term.scene = True
@@ -991,6 +998,9 @@ _DISEASE_ASKED = re.compile(  # not 病人、病因、病史 …: no disease
 # "满足什么条件才考虑开刀": the conditions for doing something, which a text lists (视力低于0.5；炎症控制以后) without
 # the word 条件; not "要符合什么条件？" of a drug, which asks of its 条件 and no more
 _CONDITIONS_ASKED = re.compile(r"(?:哪些|什么|啥|何种)(?P<kind>条件|情况|要求)(?:下)?(?:才|就|时)")
+# "都能测出哪些指标", "包括哪些项目", "要准备什么东西": the items asked for, which a text lists (泪河高度、泪膜检查;
+# 太阳眼镜或雨伞) under its own lead-in, seldom with the asker's word for what they are
+_ITEMS_ASKED = re.compile(r"(?:哪些|哪几项|哪几个|哪几样|什么|啥)(?P<kind>指标|项目|内容|东西|物品|资料|证件)")
 _KIND_ASKED = re.compile(r"(?:哪些|哪种|哪类|什么|啥)(?P<kind>[\u4e00-\u9fff]{2,4}?)(?:方面)?(?:的)?(?:问题|毛病|麻烦)")
 
 
@@ -1219,6 +1229,8 @@ def _mark_adverbs(ask: Ask, lex: Lexicon) -> None:
             term.scene = True
         if not described and _VIVID.fullmatch(term.text):
             term.scene = True  # "黏糊糊的黏液", "红彤彤的": how the asker sees it, which no text writes so
+        if ask.quantity and term.text in NUMBER_BOUNDS:
+            term.scene = True  # "最晚要提前多久": the bound put on the number asked, which a text gives as the number
 
 
 _VIVID = re.compile(r"[\u4e00-\u9fff]([\u4e00-\u9fff])\1")  # an adjective with a doubled ending: 黏糊糊、湿漉漉
@@ -1256,7 +1268,9 @@ def compound(ask: Ask, subject: str) -> list[Term]:
 
 def _joined(text: str, left, right) -> bool:
     gap = text[left[1] : right[0]]
-    return gap.strip(" （(") == "" and _nominal(left[2]) and _nominal(right[2])
+    # 新生儿眼病筛查: an action named as a thing ends the noun phrase it follows
+    heads = _nominal(right[2]) or (not right[2].generic and get_tokenizer().is_verbal_noun(right[2].text))
+    return gap.strip(" （(") == "" and _nominal(left[2]) and heads
 
 
 def _nominal(term: Term) -> bool:
@@ -1325,7 +1339,16 @@ ASKERS_WORDS = {
     "动手术": ("手术",),
     "破口": ("伤口", "创口"),
     **dict.fromkeys(("小孩", "孩子", "娃", "小朋友"), _YOUNG),
+    **dict.fromkeys(("宝宝", "小宝宝", "宝贝"), ("婴儿", "新生儿", "婴幼儿")),  # a parent's word for the baby
 }
+
+
+def _lexicon_names(term: Term, lex: Lexicon) -> list[str]:
+    """The names of a term, without the text's words an asker's everyday word stands for (宝宝 → 新生儿)."""
+    askers = ASKERS_WORDS.get(term.text, ())
+    return [v for v in term.variants if v not in askers or v in lex.variants(term.text)]
+
+
 _COUNTED_AFTER = re.compile(r"^(?:几|多少|多久|多长|[一二两三四五六七八九十半\d])")  # 点几次、点多久、点两滴
 _HOW_OFTEN = {"一天", "每天", "一日", "每日", "每次", "一次", "每晚", "晚上", "睡前"}  # 一天点、睡前点
 
@@ -1340,7 +1363,7 @@ def _normalise_asking(text: str) -> str:
 def _space_after_opener(text: str, lex: Lexicon) -> str:
     """ "那配了以后…", "它会…": jieba would glue a word that points back to the next word; split it off. "一天要点几
     次" instils drops: not 要点 (key points)."""
-    for word in lex.follow_up:
+    for word in [*PLACE_POINTERS, *lex.follow_up]:  # "那里都能…": 那里, not 那
         if text.startswith(word) and len(text) > len(word):
             text = f"{word} {text[len(word) :]}"
             break
@@ -1613,6 +1636,10 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
         if token in PERSON_POINTERS and in_a_chat and not ask.terms:
             marker = marker or "refer"  # "她当初是怎么戴镜才感染上的？": the patient of the story asked of before
             continue
+        if token in PLACE_POINTERS:
+            if in_a_chat and not ask.terms:
+                marker = marker or "refer"  # "那里都能做哪些检查？": the clinic or centre asked of before
+            continue  # "眼睛那里红了": the place on the eye told, no word a text has
         if token in lex.follow_up:
             if token in lex.demonstratives and ask.terms and index and tokens[index - 1] == ask.terms[-1].text:
                 ask.terms[-1].owner = token in POINTING_AT_ONE and _owner_name(ask.terms[-1].text)
@@ -1692,7 +1719,9 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
             token, lowered = token[: -len(cue)], token[: -len(cue)].lower()
         if not token or token in lex.function_words or token in stopwords or lowered in stopwords:
             continue
-        if same := next((t for t in ask.terms if t.text == token or lowered in t.variants), None):
+        # …but the text's word written beside the asker's (宝宝…新生儿泪道不通) is a word of its own
+        named_again = (t for t in ask.terms if t.text == token or lowered in _lexicon_names(t, lex))
+        if same := next(named_again, None):
             # "人工晶体闪辉（glistening）", "带状疱疹后神经痛（PHN）": one concept, named twice; "眼前有黑影，是不是
             # 飞蚊症" names it by the disease's name, which is what a text is written under
             if lex.is_medical_wording(token) and not (lex.is_medical_wording(same.text) or _abbreviation(same.text)):
@@ -2011,7 +2040,7 @@ def _strip_markers(text: str, lex: Lexicon) -> str:
     changed = True
     while changed:
         changed = False
-        for word in lex.follow_up:
+        for word in [*PLACE_POINTERS, *lex.follow_up]:  # 那里 before its 那
             if text.startswith(word):
                 text, changed = text[len(word) :], True
     return text.lstrip("的")

@@ -761,6 +761,10 @@ def _known_pieces(terms: list[Term], stats: TermStats, tokenizer) -> list[Term]:
         if term.text.lower() in listed or term.generic or stats.document_frequency(term.text.lower()) or not stats.size:
             out.append(term)
             continue
+        if (plain := _without_durative(term.text)) and stats.document_frequency(plain):
+            # 歪着头 is the 歪头 a text writes (眯着眼: 眯眼): 着 only says the asker sees it going on
+            out.append(replace(term, text=plain, variants=get_lexicon().variants(plain)))
+            continue
         if tokenizer.is_drug_name(term.text) or _NUMBER.match(term.text) or _opposes_its_rest(term.text):
             # 卡替洛尔 is a drug the library never names, not 卡替 + the 洛尔 of 噻吗洛尔; 0.01% a figure, not 0 + 01;
             # 抗真菌 a class of drugs, the opposite of the 真菌 of 真菌性角膜炎
@@ -792,6 +796,11 @@ def _known_pieces(terms: list[Term], stats: TermStats, tokenizer) -> list[Term]:
                     )
                 )
     return out
+
+
+def _without_durative(word: str) -> str:
+    """歪着头 → 歪头: a one-character verb, 着, and its object; "" for any other word."""
+    return word[0] + word[2:] if len(word) >= 3 and word[1] == "着" and _HAN.fullmatch(word) else ""
 
 
 def _opposes_its_rest(word: str) -> bool:
@@ -1661,8 +1670,14 @@ def _unit_score(
     )
     # a treatment section gives its drugs' doses too ("（二）药物治疗": "推荐利多卡因贴膏…每次使用1～3贴")
     doses_in_treatment = DOSING_ASPECT in part.aspects and TREATMENT_ASPECT in own_heading
-    if own_heading and not own_heading & set(part.aspects) and not set(part.aspects) & lex.free_aspects:
-        # under "适用人群", a sentence saying 不适合 … does not make the section a 禁忌证 one
+    if (
+        own_heading
+        and not own_heading & set(part.aspects)
+        and not set(part.aspects) & lex.free_aspects
+        and not (_in_askers_word(ask, part, text, lex) and not own_heading & lex.passage_aspects(text))
+    ):
+        # under "适用人群", a sentence saying 不适合 … does not make the section a 禁忌证 one (it says 适用 too); under
+        # "常规检查", "4-6小时后可自行恢复" says nothing of examining: it answers "散瞳后多久能恢复" in the asker's word
         in_unit = in_unit & {DOSING_ASPECT} if doses_in_treatment else set()
     label = _row_label(text)
     if label and (labelled := lex.passage_aspects(label)) and not labelled & set(part.aspects):
@@ -1833,6 +1848,16 @@ def _row_label(text: str) -> str:
 def _cues_of(part: Part, text: str, lex: Lexicon) -> list[str]:
     asked = set(part.aspects).union(*(lex.answered_by.get(aspect, set()) for aspect in part.aspects))
     return [cue for cue in lex.passage_cues_in(text) if lex.passage_cues[cue] in asked]
+
+
+def _in_askers_word(ask: Ask, part: Part, text: str, lex: Lexicon) -> bool:
+    """The unit names the aspect asked by the word the question asks it with (恢复 of "能恢复"), not by a word the
+    question only says (the 感染 of "新生儿眼睛感染…")."""
+    cues = [c.lower() for c in ask.cues]
+    return any(
+        len(cue) >= 2 and lex.passage_cues[cue] in part.aspects and any(cue in c and cue != c for c in cues)
+        for cue in lex.passage_cues_in(text.lower())
+    )
 
 
 def _says_as_asked(ask: Ask, part: Part, text: str, lex: Lexicon) -> bool:

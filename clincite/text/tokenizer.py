@@ -231,6 +231,11 @@ class Tokenizer:
         flags = self._flags(word)
         return bool(flags) and flags[-1][:1] in NOUN_TAGS
 
+    def is_verbal_noun(self, word: str) -> bool:
+        """jieba's part of speech says the word is an action named as a thing (筛查、训练): the head of 眼病筛查."""
+        flags = self._flags(fold(word))
+        return bool(flags) and flags[-1] == "vn"
+
     def is_medical(self, word: str) -> bool:
         """The word is specialised medical vocabulary (THUOCL's medical lexicon below its everyday words):
         环孢素、疫苗、潜伏期, not 检查、医院, nor 工友、书本、台灯."""
