@@ -45,7 +45,9 @@ ADMISSION = (
     "宽松开衫、防滑拖鞋、洗漱用品；近视患者请带框架眼镜，不要戴隐形眼镜入院。\n\n"
     "二、必带资料\n\n"
     "身份与医保：本人身份证、医保卡原件。\n\n"
-    "诊疗资料：既往病历、各项术前检查报告。\n"
+    "诊疗资料：既往病历、各项术前检查报告。\n\n"
+    "三、特殊用药\n\n"
+    "糖尿病患者：降糖药、胰岛素遵医嘱按时使用，不要自行停药。\n"
 )
 
 # A specialty clinic's page: who should come, as a list of signs.
@@ -124,6 +126,11 @@ LEADS = {
     "items asked for are the list that never names their kind": ("干眼门诊的仪器检查都能测出哪些指标？", "泪河高度"),
     # 住院 is the notice's 入院; 证件 are its 身份证 and 医保卡
     "papers asked for are the documents a notice names": ("眼科住院前要带哪些证件？", "身份证"),
+    # 住院前 says when; the drugs are what is asked of, not a 胰岛素住院 to find written together
+    "a visit placing the question in time is no part of its subject": (
+        "我有糖尿病，降糖药和胰岛素住院前还照常用吗？",
+        "遵医嘱按时使用",
+    ),
     "a sign told with a durative is the sign the list names": ("孩子看东西总歪着头，该去看哪个门诊？", "视物歪头"),
 }
 
