@@ -95,7 +95,7 @@ MANY_WORDS = ("哪些", "哪几个", "哪几种", "哪几类", "有几种")  # o
 # of lexicon.quantity_words: nouns naming what is measured, which a text heads its figures with (常用浓度): searched too
 MEASURED = {"浓度", "频率", "概率", "几率", "机率"}
 VISIT_EVENTS = {"住院", "入院", "出院", "就诊", "看病", "复诊"}  # a visit placing the question in time (住院前)
-PLACING_AFTER = ("前", "后", "时", "期")  # …written right after it (住院前、入院时、住院期间)
+PLACING_AFTER = r"[之以]?(?:前|后|时(?!间)|期间)"  # …right after it (住院前、入院之前、住院期间; not 住院时间)
 NUMBER_BOUNDS = {"最晚", "最迟", "最早"}  # a deadline put on the time asked ("最晚要提前多久")
 EITHER_JOINERS = ("或", "或者")  # … of which either one is asked about ("开着小夜灯或者大灯"), not which one (还是)
 TOGETHER_SHARE = 0.3  # a new subject this often written with the last one goes on in its setting
@@ -936,7 +936,7 @@ def _mark_when(ask: Ask) -> None:
             continue
         if re.search(rf"{re.escape(term.text)}(?:时|的时候)(?!间)", ask.resolved):
             term.told = True
-        elif term.text in VISIT_EVENTS and re.search(rf"{term.text}(?:前|之前|以前|后|之后|以后|期间)", ask.resolved):
+        elif term.text in VISIT_EVENTS and re.search(term.text + PLACING_AFTER, ask.resolved):
             term.told = True  # "住院前还照常用吗": when, in a notice's own words (入院前须知), not what is asked of
 
 
@@ -1275,7 +1275,7 @@ def _joined(text: str, left, right) -> bool:
     # 新生儿眼病筛查: an action named as a thing ends the noun phrase it follows
     heads = _nominal(right[2]) or (not right[2].generic and get_tokenizer().is_verbal_noun(right[2].text))
     # "胰岛素住院前": a visit placing the question in time (`VISIT_EVENTS`) is no word of the noun before it
-    placing = right[2].text in VISIT_EVENTS and text[right[1] : right[1] + 1] in PLACING_AFTER
+    placing = right[2].text in VISIT_EVENTS and re.match(PLACING_AFTER, text[right[1] :]) is not None
     return gap.strip(" （(") == "" and _nominal(left[2]) and heads and not placing
 
 
