@@ -10,9 +10,9 @@ these tests in our own words (演示材料，仅用于软件测试，不作为�
 from __future__ import annotations
 
 import pytest
+from test_news_reports import chat
 from test_other_styles import conclusion, library, tldr
 
-from clincite.core.shapes import ChatTurn
 from clincite.offline.questions import analyse
 
 # An examination notice: its numbered items run on under one label, a dilation item among them.
@@ -106,13 +106,9 @@ def hospital_library() -> dict[str, str]:
     }
 
 
-def chat(question: str) -> list[ChatTurn]:
-    return [ChatTurn(role="user", content=question), ChatTurn(role="assistant", content="……")]
-
-
-async def asked(tmp_path, question: str, history: list[ChatTurn] | None = None):
+async def asked(tmp_path, question: str):
     """The question asked of the hospital pages, as a clinician asks it in the app."""
-    return await library(tmp_path, hospital_library()).ask(question, history or [])
+    return await library(tmp_path, hospital_library()).ask(question)
 
 
 # (question, what the TL;DR must say): each asked in a clinician's words, answered in the page's
@@ -160,7 +156,9 @@ def test_there_points_back_at_the_place_asked_of_before():
 
 async def test_a_follow_up_goes_on_with_the_screening_asked_of(tmp_path):
     # "去查" is going for it, no other kind of the 筛查 of the last question
-    result = await asked(tmp_path, "那足月的宝宝第一次什么时候去查？", chat("新生儿眼病筛查查哪些项目？"))
+    service = library(tmp_path, hospital_library())
+    turns = await chat(service, "新生儿眼病筛查查哪些项目？")
+    result = await service.ask("那足月的宝宝第一次什么时候去查？", turns)
     assert "筛查" in result.sub_queries[0].text, [q.text for q in result.sub_queries]
     assert "4至6周" in tldr(result.answer), result.answer[:500]
 
