@@ -1349,6 +1349,14 @@ ASKERS_WORDS = {
 }
 
 
+OPERATIONS = {"手术", "开刀", "动手术"}
+# the time an asker places before or after an operation, as texts abbreviate it (手术之前 → 术前)
+OPERATION_PLACED = {
+    **dict.fromkeys(("之前", "以前", "前"), "术前"),
+    **dict.fromkeys(("之后", "以后", "后"), "术后"),
+}
+
+
 def _lexicon_names(term: Term, lex: Lexicon) -> list[str]:
     """The names of a term, without the text's words an asker's everyday word stands for (宝宝 → 新生儿)."""
     askers = ASKERS_WORDS.get(term.text, ())
@@ -1737,6 +1745,8 @@ def _classify(ask: Ask, tokens: list[str], lex: Lexicon, in_a_chat: bool = True)
         if _instils(tokens, index):
             term.variants = [*term.variants, INSTIL_WRITTEN]
         term.variants += [w for w in ASKERS_WORDS.get(token, ()) if w not in term.variants]
+        if index and tokens[index - 1] in OPERATIONS and (abbreviated := OPERATION_PLACED.get(token)):
+            term.variants = [*term.variants, abbreviated]  # "手术之前要做哪些检查": a text writes 术前检查
         term.either, offered = offered, ""
         ask.terms.append(term)
     if ask.joined and len(ask.subjects) < 2 and not _kinds_of_one_subject(ask, joins):

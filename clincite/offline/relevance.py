@@ -306,8 +306,14 @@ _ELABORATES = re.compile(r"^(?:例如|比如|譬如|诸如|包括|如(?![果何�
 # a figure, not "数十年、几十次" (how long, vaguely: no answer to 多少)
 _SERIAL = re.compile(r"第\s*[0-9０-９]+\s*[号號]|(?<![\d.])0\d{3,}")  # a licence's or a record's number
 _AGE = re.compile(r"(?:\d+|[一二三四五六七八九十两]+)\s*(?:周岁|岁|月龄)")  # 12岁以上、年满18周岁、6月龄
+# A figure in digits or in words: 三个月、四十几毫米汞柱、九百度、术后第一天 — not the ordinal of "第一次见到"
+# (the first time something happened)
 _DIGIT = re.compile(
-    r"\d|(?<![数几])[一二三四五六七八九十两半]+\s*(?:个|次|天|日|周|星期|月|年|岁|小时|分钟|滴|mg|%|成|分之)"
+    r"\d|(?<![数几])[一二三四五六七八九十两半百千]+几?\s*"
+    r"(?:个|天|日|周|星期|月|年|岁|小时|分钟|滴|mg|%|成|分之|毫米|厘米|元|块)"
+    r"|(?<![数几第])[一二三四五六七八九十两半]+\s*次"
+    r"|(?<![数几])[一二三四五六七八九十两]+[百千]几?\s*度"
+    r"|[一二三四五六七八九十两]+[百千]?万"  # 十九万, not the 千万 of "千万不要"
 )
 # a drug's name as text writes it: a class or an agent (抗组胺药、鼻减充血剂、糖皮质激素、左氧氟沙星)
 _DRUG_HEADS = ("药", "剂", *DRUG_HEADS)
@@ -318,6 +324,13 @@ _ASKS_WHAT_COUNTS = re.compile(r"算|属于|叫做|才是|称为")
 _INTERVAL = re.compile(r"(?:多久|多长时间|几天|几周|几个月|几年)[^，。？?]{0,8}一次|隔多久|间隔")
 _CLAUSE = re.compile(r"[，,；;。！？!?\n]")
 _DEFINES = "是指|指的是|称为|是一种|即|是"
+# "包括验血、心电图、拍胸片等": three items announced as what something includes
+_INCLUDES_SERIES = re.compile(r"(?:包括|包含|包括了|有)[^，,。；;！!？?、]{1,12}、[^，,。；;！!？?、]{1,12}、")
+MULTIPLIERS = {"万"}  # a unit of money ("两眼就要十九万多") that counts anything else as well ("6万余例")
+ARTIFICIAL = "人工"
+_PUT_IN_PLACE = "更换|置换|替换|换|植入|装"
+_FULL_NAME_ASKED = re.compile(r"全称|全名|完整的?名称|是什么的缩写|是什么的简称")
+SPELLED_GAP = 6  # characters a full name may put between two of its abbreviation's (青[光眼]睫)
 
 
 class TermStats(Protocol):
@@ -614,7 +627,10 @@ def _decisive(terms: list[Weighted], by_whom: bool = True) -> list[Weighted]:
         return populations
     heaviest = max(w.weight for w in eligible)
     ranked = sorted((w for w in eligible if w.weight >= DECISIVE_SHARE * heaviest), key=lambda w: -w.weight)
-    return ranked[:MAX_DECISIVE] + populations
+    # "ICL术后多久才能去游泳": what one may do is the point, however common; a passage on ICL that never says 游泳
+    # does not answer
+    activities = [w for w in eligible if w.term.activity and w not in ranked[:MAX_DECISIVE]]
+    return ranked[:MAX_DECISIVE] + activities + populations
 
 
 # --- weighing the question --------------------------------------------------------------------------------------
@@ -853,7 +869,7 @@ def match(weighted: Weighted, text: str) -> float:
         return 1.0
     if _member_named(weighted, text) or _group_named(weighted, text):
         return 1.0
-    if _age_said(weighted, text) or _region_named(weighted, text):
+    if _age_said(weighted, text) or _region_named(weighted, text) or _replacement_named(weighted, text):
         return 1.0
     if any(part in text for part in weighted.tokens):
         return PARTIAL_MATCH
@@ -880,6 +896,16 @@ def _region_named(weighted: Weighted, text: str) -> bool:
     """A body region asked of (眼部 of "眼部的肿瘤") is named by its organ's character in a compound (眼肿瘤、眼睑)."""
     word = weighted.term.text
     return len(word) == 2 and word[1] == "部" and re.search(rf"{re.escape(word[0])}[\u4e00-\u9fff]", text) is not None
+
+
+def _replacement_named(weighted: Weighted, text: str) -> bool:
+    """An artificial part asked of (人工水晶体) is named by a text replacing or implanting the part ("可以更换水晶体"):
+    what is put in its place is the artificial one."""
+    word = weighted.term.text
+    natural = word.removeprefix(ARTIFICIAL)
+    if natural == word or len(natural) < 2:
+        return False
+    return re.search(rf"(?:{_PUT_IN_PLACE})(?:了|上|个|一个|新的)?{re.escape(natural)}", text) is not None
 
 
 def _age_said(weighted: Weighted, text: str) -> bool:
@@ -1017,7 +1043,8 @@ def _passage(
     if ask.superlatives and unit.kind != "choice":
         lead = _degree_said(ask, hit.text, unit, units, text) or lead
     written = f"{headings} {opening} {hit.text}"
-    matched = [_as_written(w, written) for w in decisive if match(w, scope) == 1.0]
+    # a subject the part names is often among the decisive terms too: each word is said once
+    matched = list(dict.fromkeys(_as_written(w, written) for w in decisive if match(w, scope) == 1.0))
     about = _about(subjects, headings, text.lower())
     gives = bool(ask.quantity) and unit.kind != "choice" and _gives_figure(ask, hit, unit, path, opening, decisive, lex)
     threshold = gives and asks_line and _sets_threshold(unit.text(hit.text), subjects)
@@ -1807,7 +1834,12 @@ def _says_degree(text: str, degree: str) -> bool:
 def _enumerates(unit: Unit, text: str) -> bool:
     """A list, or a sentence that enumerates ("①经常性眼球胀痛…；②经常出现…", "A、B、C、D"): web pages and
     guidelines often run their items together in one paragraph."""
-    return unit.kind == "list" or len(_INLINE_ITEM.findall(text)) >= INLINE_ITEMS or text.count("、") >= SERIES_MARKS
+    return (
+        unit.kind == "list"
+        or len(_INLINE_ITEM.findall(text)) >= INLINE_ITEMS
+        or text.count("、") >= SERIES_MARKS
+        or _INCLUDES_SERIES.search(text) is not None
+    )
 
 
 def _names_a_subject(weighted: Weighted) -> bool:
@@ -2121,15 +2153,33 @@ def _number_of_kind(ask: Ask, text: str, lex: Lexicon) -> bool:
     # a price
     every = ask.quantity in EVERY_KINDS
     return any(
-        re.search(rf"(?:\d|[一二三四五六七八九十两半几数]){_NUMBER_GAP}{re.escape(unit)}(?!龄)", text)  # 6月龄: an age
+        # 6月龄: an age; 6万余例: a count of operations, no price
+        re.search(rf"(?:\d|[一二三四五六七八九十两半几数]){_NUMBER_GAP}{re.escape(unit)}(?!龄){_counted(unit)}", text)
         or (every and re.search(rf"每{re.escape(unit)}[^，。；,;]{{0,6}}?[\d一二三四五六七八九十两半]", text))
         for unit in units
     )
 
 
+def _counted(unit: str) -> str:
+    """For a multiplier (万), a pattern refusing what it counts when that is no money: 6万余例、3万人."""
+    return r"(?![余多]?(?:例|人|名|台|只|次|个))" if unit in MULTIPLIERS else ""
+
+
 def _defines(ask: Ask, part: Part, text: str) -> bool:
     subjects = part.subjects or ask.subjects
+    named = [*subjects, *(t for t in ask.terms if not t.generic)]
+    if _FULL_NAME_ASKED.search(ask.resolved) and any(_spells_out(t.text, text) for t in named):
+        return True  # "青睫综合征的全称": "也就是青光眼睫状体炎综合征" gives it, with no 是指 to say so
     return any(re.search(rf"{re.escape(s.text)}[^。！？]{{0,6}}(?:{_DEFINES})", text) for s in subjects)
+
+
+def _spells_out(short: str, text: str) -> bool:
+    """Whether a text writes a longer name with the characters of a short one in order (青睫综合征 →
+    青光眼睫状体炎综合征): the name that word abbreviates."""
+    if len(short) < 2 or not _HAN.fullmatch(short):
+        return False
+    spelled = f"[\u4e00-\u9fff]{{0,{SPELLED_GAP}}}".join(map(re.escape, short))
+    return any(len(found.group()) > len(short) for found in re.finditer(spelled, text))
 
 
 def _has_words(text: str) -> bool:
