@@ -325,7 +325,7 @@ _INTERVAL = re.compile(r"(?:多久|多长时间|几天|几周|几个月|几年)[
 _CLAUSE = re.compile(r"[，,；;。！？!?\n]")
 _DEFINES = "是指|指的是|称为|是一种|即|是"
 # "包括验血、心电图、拍胸片等": three items announced as what something includes
-_INCLUDES_SERIES = re.compile(r"(?:包括|包含|包括了|有)[^，,。；;！!？?、]{1,12}、[^，,。；;！!？?、]{1,12}、")
+_INCLUDES_SERIES = re.compile(r"(?:包括|包含|有)[^，,。；;！!？?、]{1,12}、[^，,。；;！!？?、]{1,12}、")
 MULTIPLIERS = {"万"}  # a unit of money ("两眼就要十九万多") that counts anything else as well ("6万余例")
 ARTIFICIAL = "人工"
 _PUT_IN_PLACE = "更换|置换|替换|换|植入|装"
@@ -2167,9 +2167,10 @@ def _counted(unit: str) -> str:
 
 def _defines(ask: Ask, part: Part, text: str) -> bool:
     subjects = part.subjects or ask.subjects
-    named = [*subjects, *(t for t in ask.terms if not t.generic)]
-    if _FULL_NAME_ASKED.search(ask.resolved) and any(_spells_out(t.text, text) for t in named):
-        return True  # "青睫综合征的全称": "也就是青光眼睫状体炎综合征" gives it, with no 是指 to say so
+    if _FULL_NAME_ASKED.search(ask.resolved):
+        named = [*subjects, *(t for t in ask.terms if not t.generic)]
+        if any(_spells_out(t.text, text) for t in named):
+            return True  # "青睫综合征的全称": "也就是青光眼睫状体炎综合征" gives it, with no 是指 to say so
     return any(re.search(rf"{re.escape(s.text)}[^。！？]{{0,6}}(?:{_DEFINES})", text) for s in subjects)
 
 
