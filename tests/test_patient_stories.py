@@ -54,9 +54,10 @@ LENS_REPLACEMENT = (
 # A young man's story of a red eye: what he tried himself and how it went.
 RED_EYE = (
     "熬夜后眼睛红痛的经历（演示材料）\n\n"
-    "那天熬夜打游戏，第二天同事说我右眼很红。我嫌去医院麻烦，去药店买了瓶氧氟沙星自己点。"
+    "那天熬夜打游戏，半夜右眼一阵疼痛，第二天同事说我右眼很红。我嫌去医院麻烦，去药店买了瓶氧氟沙星自己点。"
     "谁想到从早点到晚，眼红一点都没消退，晚上眼睛还更疼了。\n\n"
-    "第三天看东西像隔了一层雾，我才去医院挂号。\n"
+    "第三天看东西像隔了一层雾，我才去医院挂号。医生用裂隙灯照了半天，然后问：“还有啥表现？”"
+    "后来才知道这是虹膜睫状体炎。\n"
 )
 
 # A parent who tried the child's drops once, and why she stopped.
@@ -104,6 +105,8 @@ LEADS = {
     ),
     # whether a drug worked is told by whether the trouble went away: "眼红一点都没消退"
     "what came of a remedy tells whether it worked": ("眼睛红了自己买氧氟沙星点了一天，有用吗？", "没消退"),
+    # the doctor's "还有啥表现？" is a question in the story, no account of the signs
+    "a question someone in the story asks tells nothing": ("虹膜睫状体炎刚开始有哪些表现？", "一阵疼痛"),
     "the asker's feeling is the author's 感受": ("家长自己试点了一次孩子的散瞳眼药水，是什么感觉？", "一整天畏光"),
 }
 

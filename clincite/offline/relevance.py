@@ -237,6 +237,8 @@ def _says_what_brings(text: str, terms: list[Weighted]) -> bool:
 
 # "禁忌症 | 如果您对主要成分…过敏 |": a specification table's row as a page gives it, its label first
 _ROW_LABEL = re.compile(r"^\|?[ \t]*([^|｜：:\n]{2,12}?)[ \t]*[|｜][ \t]*\S")
+# "医生…然后问:“还有啥表现?": a question someone in the story asks names no aspect the text tells of
+_QUOTED_QUESTION = re.compile(r"[“「『\"][^”」』\"]{0,40}?[？?]")
 _FAILED_CARE = re.compile(r"(?:护理|卫生|防护|清洗|保养|注意)(?:不当|不良|不佳|欠佳|不足|不够|不洁|不规范|不到位)")
 _FIGURE = re.compile(r"\d\s*(?:度|以内|以上|以下|%|％|mm|岁|小时|分钟|天|周|个月|年|次|D\b)")
 _POINTS_ELSEWHERE = re.compile(  # "参见第三题的答案。", "常用通便中成药见表2。"
@@ -1678,7 +1680,7 @@ def _unit_score(
     terms = _as_asked(terms)
     score = 0.7 * _coverage(terms, f"{context} {own}") + 0.1 * _coverage(terms, own)
     # "多与隐形眼镜护理不当有关": care that failed is a cause the text names, not care it advises
-    in_unit = set(part.aspects) & lex.passage_aspects(_FAILED_CARE.sub("", text))
+    in_unit = set(part.aspects) & lex.passage_aspects(_FAILED_CARE.sub("", _QUOTED_QUESTION.sub("", text)))
     if "定义" in part.aspects and _defines(ask, part, text):
         in_unit.add("定义")
     if CAUSE_ASPECT in part.aspects and _says_what_brings(text, terms):
