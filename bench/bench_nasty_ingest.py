@@ -59,7 +59,10 @@ def issue_cases(root: Path) -> list[str]:
             }
         )
     )
-    return ["heading_1mb.md", "docx_bomb_700k_paragraphs.docx", "docx_47mb_xml.docx"]
+    # a post of 100,000 numbered points, each over a paragraph of its own: every point heads a section (READER_VERSION 33)
+    points = "".join(f"{i % 99 + 1}. 第{i}条要点！\n\n说明文字第{i}段。\n\n" for i in range(100_000))
+    (root / "points_100k.txt").write_text(f"要点汇编（演示）\n\n{points}", encoding="utf-8")
+    return ["heading_1mb.md", "docx_bomb_700k_paragraphs.docx", "docx_47mb_xml.docx", "points_100k.txt"]
 
 
 def run_ingest(paths: list[Path], env: dict) -> tuple[int, float, float, str, str]:

@@ -79,9 +79,10 @@ VECTOR_BATCH = 64  # small Chroma writes: each add() holds the GIL for its whole
 # lines again; 29: a plain text's table row, its cells' bars kept, ends at its last bar; 30: a paper's dotted section
 # numbers ("2.1 体位的护理") head their sections however few top-level ones a cut text keeps; 31: a glossary's numbered
 # terms alone on their lines ("7.远视:") head their definitions; 32: a byline first ("作者 / 張中維藥師") heads
-# nothing): the next ingest of an
+# nothing; 33: a post's numbered points ("1. 不要迷信网红眼药水！"), each over paragraphs of its own, head them, and a
+# web page's inline script call ("showPlayer({…});") is not read): the next ingest of an
 # existing KB reads every file again, so an upgrade's better reading reaches the documents.
-READER_VERSION = 32
+READER_VERSION = 33
 READER_KEY = "reader_version"
 
 Status = Literal["added", "updated", "unchanged", "skipped", "removed", "would-remove"]

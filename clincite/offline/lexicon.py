@@ -127,8 +127,27 @@ class Lexicon:
         for group in self.synonym_groups:
             if any(lowered == t.lower() for t in group):
                 out += [t.lower() for t in group if t.lower() not in out]
-        derived = [*in_digits(lowered), *other_writings(lowered), *self._condition_of(lowered), *_disease_of(lowered)]
+        derived = [
+            *in_digits(lowered),
+            *other_writings(lowered),
+            *self._condition_of(lowered),
+            *_disease_of(lowered),
+            *self._patients_of(lowered),
+        ]
         return out + [v for v in derived if v not in out]
+
+    def _patients_of(self, term: str) -> list[str]:
+        """糖尿病人、青光眼病人: the people with a disease, which a text writes 糖尿病患者、青光眼患者 as often (and the
+        other way); only of a disease the lexicon names (not the 重症 of 重症病人)."""
+        if term.endswith("患者"):
+            disease = term[:-2]
+            person = "人" if disease.endswith("病") else "病人"
+        elif term.endswith("病人"):
+            disease = term[:-2] if self.is_entity(term[:-2]) else term[:-1]
+            person = "患者"
+        else:
+            return []
+        return [disease + person] if len(disease) >= 2 and self.is_entity(disease) else []
 
     def _condition_of(self, term: str) -> list[str]:
         """近视眼、远视眼、散光眼: the eye with the condition is named by the condition (近视), as texts mostly

@@ -446,9 +446,17 @@ def _finding_added(question: str, tldr: str, place: str, lex: Lexicon) -> str:
     named = _named_in(tldr, asked, lex)
     if FINDING_ASPECT not in ask.aspects:
         # what happened is a disease the answer names (飞蚊症), not the words it explains it with (玻璃体、分泌物)
-        named = [word for word in named if lex.is_medical_wording(word)]
+        # …or the one it says what it is of ("斜视是一种很常见的眼部疾病")
+        named = [word for word in named if lex.is_medical_wording(word) or _defined_in(tldr, word)]
     names = list(dict.fromkeys([*titled, *named]))[:FINDINGS_CARRIED]
     return f"{question.strip().rstrip(TRAILING)}：{'、'.join(names)}" if names else question
+
+
+def _defined_in(text: str, word: str) -> bool:
+    return re.search(re.escape(word) + _DEFINED_AS, fold(text), re.IGNORECASE) is not None
+
+
+_DEFINED_AS = r"(?:是一种|是一类|是指|指的是|就是|又称|俗称)"
 
 
 def _named_in(text: str, asked: str, lex: Lexicon) -> list[str]:
@@ -465,12 +473,17 @@ def _asks_finding(ask: Ask) -> bool:
     that asks what happened ("眼前总有小黑影飘来飘去，这是怎么回事？"), naming no disease of its own."""
     if FINDING_ASPECT in ask.aspects:
         return True
-    told = [t for t in ask.terms if not t.generic]
-    return bool(_WHAT_HAPPENED.search(ask.resolved)) and bool(told) and all(t.told or t.scene for t in told)
+    happened = _WHAT_HAPPENED.search(ask.resolved)
+    if not happened:
+        return False
+    # the kind of trouble asked for (眼病 of "这到底是一种什么样的眼病") is the question's, not the story's
+    told = [t for t in ask.terms if not t.generic and t.text not in happened.group()]
+    return bool(told) and all(t.told or t.scene for t in told)
 
 
 _WHAT_HAPPENED = re.compile(
-    r"(?:怎么|咋|怎样)(?:一)?回事|怎么了|[这那](?:又)?是(?:啥|什么)(?:病|毛病|情况|东西|问题)?$"
+    r"(?:怎么|咋|怎样)(?:一)?回事|怎么了"
+    r"|[这那](?:又|到底|究竟)?是(?:一种|一个|种)?(?:啥|什么)(?:样的?)?(?:眼?病|眼疾|毛病|情况|东西|问题)?$"
 )
 
 
@@ -530,6 +543,7 @@ def analyse(
     _mark_described(ask, lex)
     _mark_adverbs(ask, lex)
     _mark_activity_asked(ask)
+    _mark_event_asked(ask, lex)
     _mark_lasting(ask)
     _mark_kind_asked(ask)
     ask.drugs_asked = bool(_ASKS_DRUGS.search(text))
@@ -948,6 +962,21 @@ def _mark_activity_asked(ask: Ask) -> None:
     for term in ask.terms:
         if len(term.text) >= 2 and found.group("act").startswith(term.text) and not term.generic:
             term.activity = True
+
+
+def _mark_event_asked(ask: Ask, lex: Lexicon) -> None:
+    """ "以后会不会复发？", "青光眼会不会遗传？": whether a medical event happens is asked; a text that never names it
+    (复发、失明、遗传) says nothing of it, however much it says of the operation or the disease."""
+    for found in _WHETHER_IT_HAPPENS.finditer(ask.resolved):
+        for term in ask.terms:
+            if len(term.text) >= 2 and found.group("event").startswith(term.text) and lex.is_medical(term.text):
+                term.activity = True
+
+
+# "会否复发", "是否会失明", "会不会遗传": the event at the end of its clause (会否 is how 会不会 is read)
+_WHETHER_IT_HAPPENS = re.compile(
+    r"(?:会否|是否会|会不会)(?:再|又)?(?P<event>[\u4e00-\u9fff]{2,3}?)(?:吗|呢)?(?=[？?，,。；;！!]|$)"
+)
 
 
 def _mark_lasting(ask: Ask) -> None:
@@ -1371,7 +1400,13 @@ def _normalise_asking(text: str) -> str:
     """ "能不能用" asks whether it can be used; read as 不能用 (a 禁忌证 word) it would ask the opposite."""
     for asking, plain in ASKING_FORMS.items():
         text = text.replace(asking, plain)
-    return text
+    return _SPLIT_VERB.sub(r"\1\3\2", text)
+
+
+# "住几天院", "请两天假", "开几次刀": a verb whose object the asker splits off with how long or how often; a text writes
+# 住院、请假、开刀 whole ("术后住院3天"). "打几针" stays: 几针 is the count asked, in the text's own unit
+_HOW_LONG_OR_OFTEN = r"(?:几|多少|[一二两三四五六七八九十\d]+)个?(?:天|周|星期|个月|月|次|晚)?"
+_SPLIT_VERB = re.compile(rf"(住|请|开)({_HOW_LONG_OR_OFTEN})(院|假|刀)")
 
 
 def _space_after_opener(text: str, lex: Lexicon) -> str:
@@ -1948,7 +1983,7 @@ def _has_object(tokens: list[str], index: int, lex: Lexicon) -> bool:
     感染": the precautions)."""
     if index and tokens[index - 1] in HOW_WORDS and tokens[index] in OBJECT_VERBS:
         return False
-    if _verb_with_object(tokens[index], tokens[index + 1 : index + 2], lex):
+    if _verb_with_object(tokens[index], tokens[index + 1 : index + 3], lex):
         return True
     return _names_its_kind(tokens, index, lex) or _names_its_kind(tokens, index + 1, lex)
 
@@ -1971,11 +2006,19 @@ def _prevented(tokens: list[str], index: int, lex: Lexicon) -> bool:
 
 def _verb_with_object(cue: str, following: list[str], lex: Lexicon) -> bool:
     """ "可以预防近视吗" asks whether it prevents 近视 (a verb and its object), not for precautions (怎么预防？)."""
-    if following and following[0] in STAGE_WORDS and lex.aspect_of(cue) == DIAGNOSIS:
+    if lex.aspect_of(cue) == DIAGNOSIS and _says_when(following, lex):
         return True  # "沙眼确诊后吃什么药": 确诊后 says when, it does not ask how it is diagnosed
     if cue not in OBJECT_VERBS or not following:
         return False
     return _object_noun(following[0], lex)
+
+
+def _says_when(following: list[str], lex: Lexicon) -> bool:
+    """ "确诊后", "确诊青光眼以后": the cue, or the cue and the disease it names, then a word of time — the moment
+    from which the question asks, not what it asks."""
+    if following[:1] and following[0] in STAGE_WORDS:
+        return True
+    return len(following) >= 2 and lex.is_entity(following[0]) and following[1] in STAGE_WORDS
 
 
 def _class_follows(ask: Ask, tokens: list[str], index: int, lex: Lexicon) -> bool:

@@ -578,7 +578,9 @@ def _carried_decisive(terms: list[Weighted], resolved: str = "") -> list[Weighte
         and (_names_what_is_asked(w.term, lex) or (w.unseen and get_tokenizer().is_noun(w.term.text)) or _coined(w))
     ]  # a subject the library never names (红烧肉怎么做？要不要先焯水？) is not found by the question after it either
     if not carried:
-        return []
+        # …nor one told in words the library never writes ("眼前老有小黑点…飘来飘去，那是什么？哪些人更容易有这种情况")
+        told = [w for w in terms if (w.term.context or w.term.inherited) and len(w.term.text) >= 2]
+        return [max(told, key=lambda w: w.weight)] if told and all(w.unseen for w in told) else []
     heaviest = max(carried, key=lambda w: w.weight)
     subject = [w for w in carried if resolved.startswith(w.term.text) and w is not heaviest][:1]
     return [heaviest, *subject]

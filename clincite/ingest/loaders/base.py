@@ -93,7 +93,13 @@ def clean_text(text: str) -> str:
     """Newlines unified, control and zero-width characters removed (NFC so composed characters compare equal), a
     content farm's pinyin notes taken out of its words."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u2028", "\n").replace("\u2029", "\n")
-    return _with_lost_marks_restored(_without_pinyin_notes(unicodedata.normalize("NFC", _CONTROL.sub("", text))))
+    text = unicodedata.normalize("NFC", _CONTROL.sub("", text))
+    return _with_lost_marks_restored(_without_pinyin_notes(_SCRIPT_CALL.sub("", text)))
+
+
+# "showPlayer({id:\"/pvservice/xml/….xml\",width:640,height:360}); 近年来,…": a web page's inline script call, its
+# arguments an object literal, left in the text the page was saved as; no sentence is written that way
+_SCRIPT_CALL = re.compile(r"(?<![\w$.])[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*\(\{[^{}\n]{0,500}\}\)[ \t]*;?[ \t]*")
 
 
 def _with_lost_marks_restored(text: str) -> str:

@@ -153,6 +153,8 @@ def plain_document(text: str, title: str) -> LoadedDocument:
     numbered = _numbered_headings(lines)
     labels = _list_labels(lines, width)
     terms = _glossary_terms(lines)
+    points = _numbered_points(lines, width)
+    point_names = set(points.values())
     for index, line in enumerate(lines):
         if index == opening:
             flush()  # a page's chrome above the line that names its subject stays before it
@@ -170,6 +172,8 @@ def plain_document(text: str, title: str) -> LoadedDocument:
             level = 1 + (opening is not None and opening < index)
         if not level and index in terms:
             level = 1 + (opening is not None and opening < index)
+        if not level and index in points:
+            level = 1 + max((lv for lv, heading in builder.path if heading not in point_names), default=0)
         if not line.text or level or (paragraph and (_ITEM_START.match(line.text) or opens_a_part(line.text))):
             flush()
         if level:
@@ -258,6 +262,43 @@ _TERM = r'\d(?: ?\d)?[.、．]\s*\\?["“]?\s*[^\s：:，,。；;！？!?、]{1,
 _GLOSSARY_TERM = re.compile(rf"^{_TERM}$")
 _GLUED_TERM = re.compile(rf"^(.*[。！？!?])\s+({_TERM})$")  # "…为近视。 9.弱视:"
 MIN_GLOSSARY_TERMS = 3
+
+
+def _numbered_points(lines: list[_Line], width: int) -> dict[int, str]:
+    """The numbered points of a post or handout, each a short line over paragraphs of its own ("1. 不要依赖网红眼药水!"
+    then "我的经历: …", "为什么不行: …"; "2、增加户外活动" then what to do): each heads the text under it, as a
+    section's heading would, so a passage cut from the middle of a point still says which point it is. Runs numbered
+    1, 2, 3 … in order, at least MIN_POINTS long; a list whose items follow one another line by line is left alone,
+    as is a hard-wrapped text (its numbered lines are wrapped items). {line index: line text}."""
+    if width:
+        return {}
+    filled = [i for i, line in enumerate(lines) if line.text]
+    after = dict(pairwise(filled))
+    numbered = {i: m for i in filled if (m := _POINT.match(lines[i].text))}
+    candidates = [
+        i
+        for i, m in numbered.items()
+        if _display_width(m.group("text")) <= MAX_POINT_WIDTH
+        and (nxt := after.get(i)) is not None
+        and nxt not in numbered
+        and not _ITEM_START.match(lines[nxt].text)
+        and not _BULLET.match(lines[nxt].text)
+    ]
+    points: dict[int, str] = {}
+    run: list[int] = []
+    for i in [*candidates, None]:
+        if i is not None and int(numbered[i].group("number")) == len(run) + 1:
+            run.append(i)
+            continue
+        if len(run) >= MIN_POINTS:
+            points.update((j, lines[j].text) for j in run)
+        run = [i] if i is not None and int(numbered[i].group("number")) == 1 else []
+    return points
+
+
+_POINT = re.compile(r"^(?P<number>0?[1-9]|[1-9]\d)[.、．](?!\d)\s*(?P<text>\S.*)$")
+MAX_POINT_WIDTH = 60  # display columns: a point's name or claim, not a paragraph that happens to be numbered
+MIN_POINTS = 2
 
 
 def _list_labels(lines: list[_Line], width: int) -> set[int]:
