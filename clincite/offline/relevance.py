@@ -194,6 +194,11 @@ _EXAM_TASK = re.compile(  # "2. 简述…", "试述…", "请列举…", "问题
     r"\s*(?:[（(【\[]?\d+[）)】\].．、]?\s*)?(?:请\s*)?(?:简述|试述|论述|简答|简要(?:说明|回答|叙述)|试(?:分析|比较|说明)"
     r"|(?:列举|列出|写出)(?![的了])|问题\s*[\d一二三四五六七八九十]*\s*(?:[（(][^）)\n]{0,12}[）)])?\s*[:：])"
 )
+# "主持人：先请您介绍一下什么是青光眼。", "请您给网友讲讲…": a host asking the guest to speak, which answers nothing
+_REQUEST = re.compile(
+    r"\s*(?:[^\s：:。，,]{1,8}\s*[：:])?\s*(?:那|好的?[，,]?)?\s*(?:先|再|也)?\s*请(?:您|你)[^。！!？?]{0,12}?"
+    r"(?:介绍|讲讲|讲一讲|谈谈|谈一谈|说说|说一说|聊聊|解释一下|科普一下|分享一下)"
+)
 _QUESTION_LINE = re.compile(r"^\s*(?:[\[【][^\]】\n]{0,16}[\]】])?\s*[^\s：:。，]{0,8}?问\s*[：:]")
 _ANSWER_LINE = re.compile(r"^\s*(?:[\[【][^\]】\n]{0,16}[\]】])?\s*[^\s：:。，]{0,8}?答\s*[：:]")
 # "摘要：目的 探讨RK术后白内障手术的诊治特点…", "本研究旨在观察…": a study's aim restates its topic and answers nothing
@@ -1572,7 +1577,9 @@ def _asks(line: str) -> bool:
     …之内？（6分）"), or a task set ("2. 简述…的鉴别要点。", "问题2（诊断依据）：…", "…是什么？请写出诊断依据。")."""
     line = _EXAM_MARKS.sub("", line)
     pieces = [p.strip(" ；;") for p in re.split(r"(?<=[？?。！!])(?![”」』’\"])", line) if p.strip(" ；;。")]
-    return bool(pieces) and all(_only_asks(p) or is_quoted_question(p) or _EXAM_TASK.match(p) for p in pieces)
+    return bool(pieces) and all(
+        _only_asks(p) or is_quoted_question(p) or _EXAM_TASK.match(p) or _REQUEST.match(p) for p in pieces
+    )
 
 
 def _only_asks(piece: str) -> bool:
