@@ -50,6 +50,8 @@ class Lexicon:
     members: dict[str, list[str]] = field(default_factory=dict)  # a class name → its members (散瞳药 → 托吡卡胺 …)
     # an aspect → the aspects whose cues also speak to it: "治什么的" (用途) is answered by a label's indication
     answered_by: dict[str, set[str]] = field(default_factory=dict)
+    # a sign told in everyday words → its name (一到晚上就看不清 → 夜盲症): descriptions.json
+    descriptions: list[tuple[re.Pattern, str]] = field(default_factory=list)
     _cues_by_length: list[str] = field(default_factory=list)
     _by_head: dict[str, list[str]] = field(default_factory=dict)
 
@@ -133,8 +135,19 @@ class Lexicon:
             *self._condition_of(lowered),
             *_disease_of(lowered),
             *self._patients_of(lowered),
+            *self._of_members(lowered),
         ]
         return out + [v for v in derived if v not in out]
+
+    def _of_members(self, term: str) -> list[str]:
+        """眼底病变、眼底出血: a compound on a class of things (眼底) is written of each member as often (视网膜病变、
+        黄斑出血). Not of a population (儿童近视): who is asked of is a question's own matter."""
+        return [
+            member + term[len(name) :]
+            for name, members in self.members.items()
+            if term.startswith(name) and len(term) - len(name) >= 2 and name not in self.populations
+            for member in members
+        ]
 
     def _patients_of(self, term: str) -> list[str]:
         """糖尿病人、青光眼病人: the people with a disease, which a text writes 糖尿病患者、青光眼患者 as often (and the
@@ -288,7 +301,13 @@ def load_lexicon(lexicon_dir: Path = LEXICON_DIR) -> Lexicon:
     )
     lexicon.kinds = _load_kinds(lexicon_dir / "kinds.json", lexicon)
     lexicon.members = _members(lexicon.kinds)
+    lexicon.descriptions = _load_descriptions(lexicon_dir / "descriptions.json")
     return lexicon
+
+
+def _load_descriptions(path: Path) -> list[tuple[re.Pattern, str]]:
+    raw = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    return [(re.compile(p), name) for name, patterns in raw.items() if not name.startswith("_") for p in patterns]
 
 
 def _members(kinds: dict[str, list[str]]) -> dict[str, list[str]]:

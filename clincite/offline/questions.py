@@ -206,6 +206,12 @@ class Term:
     # What one asks when one may do (游泳 of "术后多久可以游泳？", 开车 of "几天能开车"): an everyday word, yet the
     # question's very point — a passage that never names it gives some other time
     activity: bool = False
+    # The kind of answer wanted, named right after the asking word (部件 of "眼皮相当于相机的哪个部件"): a text gives
+    # the thing itself (镜头盖) — where the library never writes the word, it cannot decide
+    kind: bool = False
+    # The name a described sign is asked by (夜盲症 of "一到晚上就看不清（夜盲症）"): where the library never writes
+    # it, the description's own words are all there is to go on
+    named_for: bool = False
 
     @property
     def ranks_only(self) -> bool:
@@ -516,6 +522,7 @@ def analyse(
     _drop_who_asked(ask, text)
     _mark_quoted(ask, question, lex)
     _mark_parenthesised(ask)
+    _name_described_signs(ask, _described_signs(text, lex), lex)
     _mark_class_named(ask)
     ask.quantity = lex.quantity_asked(_without_names(text, ask.terms)) or ask.quantity
     if not ask.quantity and _FREQUENCY_PUT.search(text) and "次数" in lex.quantities:
@@ -546,6 +553,7 @@ def analyse(
     _mark_event_asked(ask, lex)
     _mark_lasting(ask)
     _mark_kind_asked(ask)
+    _mark_kind_word(ask, lex)
     ask.drugs_asked = bool(_ASKS_DRUGS.search(text))
     ask.superlatives = superlatives_of(text)
     ask.rule_asked = bool(_ASKS_RULE.search(text))
@@ -1013,6 +1021,40 @@ _WHEN_ALLOWED = re.compile(
 )
 
 
+def _mark_kind_word(ask: Ask, lex: Lexicon) -> None:
+    """The noun right after 哪个/哪种/什么 (部件、国家、材料): the kind of thing asked for, not a domain term."""
+    placed = _placed(ask)
+    starts = {start for start, _, _ in placed}
+    for start, stop, term in placed:
+        before = ask.resolved[max(0, start - 3) : start]
+        if stop in starts:
+            continue  # "什么抗真菌眼药水": a word before another qualifies it, the kind is the last one
+        named = term.entity or term.quoted or lex.is_medical(term.text) or term.text in NAMES_ASKED
+        # a word of the dictionary (部件、材料): a compound the asker made up (抗真菌眼药水) names what is asked
+        if _ASKING_BEFORE.search(before) and not named and get_tokenizer().knows(term.text):
+            term.kind = True
+
+
+_ASKING_BEFORE = re.compile(r"(?:哪个|哪种|哪类|哪一个|哪一种|哪一类|什么|啥)(?:的)?$")
+# "推荐哪个品牌", "去哪家医院": a proper name is asked for, which a library that never writes the kind names nowhere
+NAMES_ASKED = {
+    "品牌",
+    "牌子",
+    "厂家",
+    "厂商",
+    "公司",
+    "医院",
+    "医生",
+    "专家",
+    "型号",
+    "产品",
+    "名字",
+    "名称",
+    "网站",
+    "地方",
+}
+
+
 def _mark_kind_asked(ask: Ask) -> None:
     """ "还可能伴随哪些视觉问题？": the word between the asking word and 问题 is the kind of answer wanted, which a
     text gives as the problems themselves (视敏度下降、畏光) without naming their kind: the asker's wording. So is the
@@ -1401,6 +1443,30 @@ def _normalise_asking(text: str) -> str:
     for asking, plain in ASKING_FORMS.items():
         text = text.replace(asking, plain)
     return _SPLIT_VERB.sub(r"\1\3\2", text)
+
+
+def _described_signs(text: str, lex: Lexicon) -> list[tuple[int, int, str]]:
+    """ "一到晚上光线暗就看不清东西，是缺了什么？": a sign told in everyday words, which texts name (夜盲). Where each
+    description is written, and the name it describes; none for a sign the question names itself."""
+    found = []
+    for pattern, name in lex.descriptions:
+        told = pattern.search(text)
+        if told is not None and not any(variant in text.lower() for variant in lex.variants(name)):
+            found.append((told.start(), told.end(), name))
+    return found
+
+
+def _name_described_signs(ask: Ask, signs: list[tuple[int, int, str]], lex: Lexicon) -> None:
+    """The name of a described sign joins the question's terms, as a second name the asker gave it would: a text
+    naming it answers, and so does one telling it in the description's last words (看不清). The description's words
+    (晚上、光线) tell it the asker's way: they rank a passage naming them, and none is missed for lacking them."""
+    placed = _placed(ask)
+    for start, end, name in signs:
+        told = [term for at, stop, term in placed if start <= at and stop <= end and not term.quoted]
+        for term in told:
+            term.scene = term.told = True
+        last = told[-1].text if told else ""
+        ask.terms.append(Term(name, lex.variants(name), entity=True, either=last, named_for=True))
 
 
 # "住几天院", "请两天假", "开几次刀": a verb whose object the asker splits off with how long or how often; a text writes

@@ -218,6 +218,11 @@ _OUT_OF_REACH = re.compile(
 )
 _THIS_DRUG = re.compile(r"本品|本药|该药|此药")  # how an insert names its drug in every field
 _ASKS_STORAGE = re.compile(r"保存|存放|储存|贮藏|贮存|放在|放哪|收纳")
+# a numbered heading, then a page number after a space or a dot leader: "第四节 屈光不正 50", "1.2 分类……12"
+_CONTENTS_LINE = re.compile(
+    r"^(?:第[一二三四五六七八九十百\d]+[章节篇]|[一二三四五六七八九十]+、|\d+(?:\.\d+)*[、.．\s]|[（(][一二三四五六七八九十\d]+[）)])"
+    r"[^，,。；;：:\d]{1,40}?(?:\s+|[.．·…]{2,}\s*)\d{1,4}$"
+)
 _NAVIGATION = re.compile(r"^[^>›»\n。，,；;]{1,24}(?:\s[>›»]\s[^>›»\n。，,；;]{1,40}){2,}$")  # 首页 > 学科 > …
 # "可以", "建议": cues of 处理 that any advice has ("让学生可以免费检查"); alone they show no handling of anything
 MODAL_CUES = {"可以", "应该", "应当", "建议"}
@@ -1327,6 +1332,10 @@ def _may_decide(weighted: Weighted) -> bool:
         return False
     if term.text in MEASURED and weighted.unseen:
         return False  # "它的浓度是多少": a library that never writes 浓度 gives the figure as it is (0.05%)
+    if weighted.unseen and (term.kind or term.named_for):
+        # "眼皮相当于相机的哪个部件": a library that never writes 部件 names the part itself (镜头盖); one that never
+        # names 夜盲症 may still tell of "晚上看不清"
+        return False
     tokenizer = get_tokenizer()
     if tokenizer.is_time_word(term.text) and not term.text.endswith(STAGE_ENDINGS):
         # 将来、平时: when the asker places it, not what is asked; 术前、术后 too, medical words as they are: a text on
@@ -1660,6 +1669,8 @@ def _unit_score(
         return None  # "您的位置:健客网 > 眼科频道 > … > 预防": a page's breadcrumbs say where it is filed
     if all(is_credit_line(fold(line.strip())) for line in text.strip().split("\n")):
         return None  # "资料来源:…提供", "来源：好大夫网；链接：http://…": where the page came from, never an answer
+    if all(_CONTENTS_LINE.match(line.strip()) for line in text.strip().split("\n")):
+        return None  # "一、目的和适用范围 59": a book's table of contents says on which page, not what
     if all(_ROSTER_LINE.match(line.strip()) for line in text.strip().split("\n")):
         return None  # "何 宏 中山大学中山眼科中心海南眼科医院": a guideline's list of its authors
     if all(_asks(line) for line in text.split("\n") if line.strip()):
