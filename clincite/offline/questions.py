@@ -209,8 +209,8 @@ class Term:
     # The kind of answer wanted, named right after the asking word (部件 of "眼皮相当于相机的哪个部件"): a text gives
     # the thing itself (镜头盖) — where the library never writes the word, it cannot decide
     kind: bool = False
-    # The name a described sign is asked by (夜盲症 of "一到晚上就看不清（夜盲症）"): where the library never writes
-    # it, the description's own words are all there is to go on
+    # The name a described sign is asked by (夜盲症 of "一到晚上就看不清东西"): where the library never writes it, the
+    # description's own words are all there is to go on
     named_for: bool = False
 
     @property
